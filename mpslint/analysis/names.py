@@ -1,0 +1,106 @@
+"""Qualified names through import aliases, without LibCST's scope analysis.
+
+``import torch as th; th.cuda.synchronize()`` resolves to
+``torch.cuda.synchronize``. Every import form binds a local name to a dotted
+path; an attribute chain whose root is such a name is qualified by
+substitution. Bindings are flow-insensitive: an import anywhere in the module
+(top level, ``try``/``if`` blocks, function bodies) counts everywhere. Imports
+of torch are never shadowed in real code, and scope analysis would cost a full
+extra pass per file.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterable, Optional
+
+import libcst as cst
+
+
+def dotted_name(node: cst.CSTNode) -> Optional[str]:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+class ImportTable:
+    """Local name → fully qualified module path (or object path)."""
+
+    def __init__(self) -> None:
+        self.bindings: Dict[str, str] = {}
+
+    @classmethod
+    def from_module(cls, module: cst.Module) -> "ImportTable":
+        table = cls()
+        table.collect(module)
+        return table
+
+    def collect(self, module: cst.Module) -> None:
+        module.visit(_ImportCollector(self))
+
+    def add(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = dotted_name(alias.name)
+                if full is None:
+                    continue
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    self.bindings[alias.asname.name.value] = full
+                else:
+                    root = full.split(".", 1)[0]
+                    self.bindings[root] = root
+        elif isinstance(node, cst.ImportFrom):
+            if node.relative or node.module is None:
+                return
+            base = dotted_name(node.module)
+            if base is None or isinstance(node.names, cst.ImportStar):
+                return
+            for alias in node.names:
+                name = dotted_name(alias.name)
+                if name is None:
+                    continue
+                local = name
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    local = alias.asname.name.value
+                self.bindings[local] = f"{base}.{name}"
+
+    def qualify(self, node: cst.CSTNode) -> Optional[str]:
+        """The qualified name of a Name/Attribute chain rooted in an import."""
+        raw = dotted_name(node)
+        if raw is None:
+            return None
+        root, _, rest = raw.partition(".")
+        target = self.bindings.get(root)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def qualify_call(self, node: cst.CSTNode) -> Optional[str]:
+        return self.qualify(node.func) if isinstance(node, cst.Call) else None
+
+    def imports_any(self, prefixes: Iterable[str]) -> bool:
+        targets = self.bindings.values()
+        return any(t == p or t.startswith(p + ".") for p in prefixes for t in targets)
+
+
+class _ImportCollector(cst.CSTVisitor):
+    def __init__(self, table: ImportTable) -> None:
+        super().__init__()
+        self.table = table
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        self.table.add(node)
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        self.table.add(node)
+        return False
+
+    # Expressions never contain imports: skipping them makes this pre-pass cheap.
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+        return any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in node.body)

@@ -1,0 +1,75 @@
+"""The data a check produces: diagnostics, fixes and their text edits.
+
+Everything here is plain, immutable and picklable: diagnostics cross process
+boundaries (the worker pool) and are stored in the cache.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+
+class Applicability(str, enum.Enum):
+    """How sure we are that a fix keeps the program's behaviour (Ruff's classes)."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    DISPLAY_ONLY = "display-only"
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """A position in the decoded source: 1-based row, 1-based column (characters)."""
+
+    row: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between ``start`` and ``end`` with ``content``.
+
+    An insertion has ``start == end``. ``content`` uses ``\\n`` line breaks; the
+    fixer converts them to the file's own line ending.
+    """
+
+    start: Location
+    end: Location
+    content: str
+
+    def sort_key(self) -> Tuple[Location, Location]:
+        return (self.start, self.end)
+
+
+@dataclass(frozen=True)
+class Fix:
+    message: str
+    applicability: Applicability
+    edits: Tuple[Edit, ...]
+
+    def is_applicable(self, unsafe: bool) -> bool:
+        if self.applicability is Applicability.SAFE:
+            return True
+        return unsafe and self.applicability is Applicability.UNSAFE
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    message: str
+    filename: str
+    location: Location
+    end_location: Location
+    fix: Optional[Fix] = None
+    noqa_row: Optional[int] = None
+    # Set on findings of the engine itself (MPS900): the rule that crashed.
+    detail: Optional[str] = field(default=None, compare=False)
+
+    def sort_key(self) -> Tuple[str, int, int, str]:
+        return (self.filename, self.location.row, self.location.column, self.code)
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not None and self.fix.applicability is not Applicability.DISPLAY_ONLY

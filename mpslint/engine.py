@@ -1,0 +1,248 @@
+"""Check one file: prefilter -> parse -> one traversal with every rule -> diagnostics.
+
+The engine never raises for bad input: a file that does not parse is an
+MPS000 diagnostic, and a rule that crashes is an MPS900 diagnostic naming the
+rule while the other rules go on.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from mpslint import registry
+from mpslint.checks.base import Context, FixSpec, NodeEdit, Report, Rule, RuleClass
+from mpslint.config import Settings
+from mpslint.diagnostic import Diagnostic, Edit, Fix, Location
+from mpslint.source import line_starts
+from mpslint.suppressions import Suppressions
+
+INVALID_SYNTAX = "MPS000"
+INTERNAL_ERROR = "MPS900"
+
+
+@dataclass
+class CheckResult:
+    diagnostics: List[Diagnostic] = field(default_factory=list)
+    parsed: bool = True  # False when the file is MPS000
+    skipped: bool = False  # the prefilter decided no selected rule can fire
+
+
+def rules_for_text(text: str, classes: Sequence[RuleClass]) -> List[RuleClass]:
+    """The prefilter: rules whose trigger strings occur in the text."""
+    return [cls for cls in classes if not cls.TRIGGERS or any(t in text for t in cls.TRIGGERS)]
+
+
+def check_text(
+    text: str,
+    path: str,
+    settings: Settings,
+    *,
+    prefilter: bool = True,
+    apply_noqa: bool = True,
+) -> CheckResult:
+    classes = registry.classes_for(settings.select)
+    if prefilter:
+        classes = rules_for_text(text, classes)
+        if not classes:
+            return CheckResult(skipped=True)
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        return CheckResult([_syntax_diagnostic(path, exc)], parsed=False)
+    except (RecursionError, MemoryError):
+        diagnostic = Diagnostic(
+            INVALID_SYNTAX,
+            "could not parse: the file is nested too deeply",
+            path,
+            Location(1, 1),
+            Location(1, 1),
+        )
+        return CheckResult([diagnostic], parsed=False)
+    return CheckResult(check_module(module, text, path, settings, classes, apply_noqa=apply_noqa))
+
+
+def check_module(
+    module: cst.Module,
+    text: str,
+    path: str,
+    settings: Settings,
+    classes: Sequence[RuleClass],
+    *,
+    apply_noqa: bool = True,
+) -> List[Diagnostic]:
+    ctx = Context(module, text, path, settings)
+    dispatcher = _Dispatcher(ctx, classes)
+    try:
+        module.visit(dispatcher)
+    except RecursionError:
+        dispatcher.failures.setdefault("<traversal>", "RecursionError: the file is nested too deeply")
+    diagnostics = _resolve(ctx, path, dispatcher.failures)
+    if apply_noqa and diagnostics:
+        diagnostics = Suppressions.scan(text).filter(diagnostics)
+    diagnostics.sort(key=Diagnostic.sort_key)
+    return diagnostics
+
+
+class _Dispatcher(cst.CSTVisitor):
+    """One traversal that feeds every rule, records parents and contains crashes."""
+
+    def __init__(self, ctx: Context, classes: Sequence[RuleClass]) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.failures: Dict[str, str] = {}
+        self.visit: Dict[str, List[Tuple[Rule, str]]] = {}
+        self.leave: Dict[str, List[Tuple[Rule, str]]] = {}
+        self.stack: List[cst.CSTNode] = []
+        for cls in classes:
+            rule = cls(ctx)
+            for name in _handlers(cls):
+                kind, _, node_type = name.partition("_")
+                table = self.visit if kind == "visit" else self.leave
+                table.setdefault(node_type, []).append((rule, name))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.stack:
+            self.ctx.parents[node] = self.stack[-1]
+        self.stack.append(node)
+        handlers = self.visit.get(type(node).__name__)
+        if handlers:
+            self._call(handlers, node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        handlers = self.leave.get(type(original_node).__name__)
+        if handlers:
+            self._call(handlers, original_node)
+        self.stack.pop()
+
+    def _call(self, handlers: List[Tuple[Rule, str]], node: cst.CSTNode) -> None:
+        for rule, name in list(handlers):
+            try:
+                getattr(rule, name)(node)
+            except Exception as exc:  # a bug in a rule: contain it to that rule
+                self._disable(rule)
+                self.failures.setdefault(
+                    rule.CODE,
+                    f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exc()),
+                )
+
+    def _disable(self, rule: Rule) -> None:
+        for table in (self.visit, self.leave):
+            for key, handlers in table.items():
+                table[key] = [h for h in handlers if h[0] is not rule]
+        self.ctx.reports = [r for r in self.ctx.reports if r.code != rule.CODE]
+
+
+_HANDLER_CACHE: Dict[RuleClass, Tuple[str, ...]] = {}
+
+
+def _handlers(cls: RuleClass) -> Tuple[str, ...]:
+    names = _HANDLER_CACHE.get(cls)
+    if names is None:
+        names = tuple(cls.handlers())
+        _HANDLER_CACHE[cls] = names
+    return names
+
+
+def _syntax_diagnostic(path: str, exc: cst.ParserSyntaxError) -> Diagnostic:
+    row = max(exc.raw_line, 1)
+    column = max(exc.raw_column, 0) + 1
+    message = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
+    return Diagnostic(
+        INVALID_SYNTAX,
+        f"could not parse: {message}",
+        path,
+        Location(row, column),
+        Location(row, column),
+        noqa_row=None,
+    )
+
+
+def _resolve(ctx: Context, path: str, failures: Dict[str, str]) -> List[Diagnostic]:
+    """Reports (nodes) -> diagnostics (positions, text edits). Positions are computed only here."""
+    diagnostics: List[Diagnostic] = []
+    for code, detail in sorted(failures.items()):
+        name = registry.name_of(code) if code.startswith("MPS") else code
+        diagnostics.append(
+            Diagnostic(
+                INTERNAL_ERROR,
+                f"internal error in rule {code} ({name}); the other rules still ran. "
+                "Please report this at https://github.com/mpslint/mpslint/issues with the file",
+                path,
+                Location(1, 1),
+                Location(1, 1),
+                detail=detail,
+            )
+        )
+    if not ctx.reports:
+        return diagnostics
+    positions = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    resolver = _EditResolver(ctx, positions)
+    seen = set()
+    for report in ctx.reports:
+        try:
+            rng = positions[report.node]
+        except KeyError:  # a rule reported a node it built itself: a rule bug
+            continue
+        start = Location(rng.start.line, rng.start.column + 1)
+        end = Location(rng.end.line, rng.end.column + 1)
+        key = (report.code, start, end, report.message)
+        if key in seen:
+            continue
+        seen.add(key)
+        fix = resolver.fix(report.fix) if report.fix is not None else None
+        diagnostics.append(
+            Diagnostic(report.code, report.message, path, start, end, fix=fix, noqa_row=start.row)
+        )
+    return diagnostics
+
+
+class _EditResolver:
+    def __init__(self, ctx: Context, positions) -> None:
+        self.ctx = ctx
+        self.positions = positions
+        self.starts = line_starts(ctx.source)
+
+    def fix(self, spec: FixSpec) -> Optional[Fix]:
+        edits = []
+        for edit in spec.edits:
+            resolved = self.edit(edit)
+            if resolved is None:
+                return None
+            edits.append(resolved)
+        edits.sort(key=Edit.sort_key)
+        return Fix(spec.message, spec.applicability, tuple(edits))
+
+    def edit(self, edit: NodeEdit) -> Optional[Edit]:
+        content = edit.content
+        if isinstance(content, cst.CSTNode):
+            content = self.ctx.module.code_for_node(content)
+        start = self.point(*edit.start)
+        end = self.point(*edit.end)
+        if start is None or end is None:
+            return None
+        if edit.start[1] == "line_after" and start.row > len(self.starts):
+            # The anchor is on the last line and the file has no final newline.
+            last = len(self.starts)
+            column = len(self.ctx.source) - self.starts[last - 1] + 1
+            start = end = Location(last, column)
+            content = "\n" + content.rstrip("\n")
+        return Edit(start, end, content)
+
+    def point(self, node: cst.CSTNode, side: str) -> Optional[Location]:
+        try:
+            rng = self.positions[node]
+        except KeyError:
+            return None
+        if side == "start":
+            return Location(rng.start.line, rng.start.column + 1)
+        if side == "end":
+            return Location(rng.end.line, rng.end.column + 1)
+        if side == "line_after":
+            return Location(rng.end.line + 1, 1)
+        raise ValueError(f"unknown edit side {side!r}")

@@ -1,0 +1,78 @@
+"""Bytes on disk <-> text we lint, keeping what the fixer must write back.
+
+Decoding follows PEP 263 (coding cookie) and a UTF-8 BOM, as Python does; the
+encoding, the BOM and the dominant line ending are remembered so a fixed file
+is written back byte-for-byte alike except where an edit changed it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import re
+import tokenize
+from dataclasses import dataclass
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+class DecodeError(ValueError):
+    """The bytes are not text in the encoding the file declares."""
+
+
+@dataclass(frozen=True)
+class SourceText:
+    text: str
+    encoding: str = "utf-8"
+    bom: bool = False
+    newline: str = "\n"
+
+    @classmethod
+    def decode(cls, data: bytes) -> "SourceText":
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError as exc:  # bad cookie, or a cookie contradicting the BOM
+            raise DecodeError(str(exc)) from None
+        bom = data.startswith(codecs.BOM_UTF8)
+        if bom:
+            data = data[len(codecs.BOM_UTF8):]
+            encoding = "utf-8"
+        elif encoding == "utf-8-sig":
+            encoding = "utf-8"
+        try:
+            text = data.decode(encoding)
+        except (UnicodeDecodeError, LookupError) as exc:
+            raise DecodeError(f"cannot decode as {encoding}: {exc}") from None
+        return cls(text=text, encoding=encoding, bom=bom, newline=dominant_newline(text))
+
+    def encode(self, text: str) -> bytes:
+        data = text.encode(self.encoding)
+        return codecs.BOM_UTF8 + data if self.bom else data
+
+
+def dominant_newline(text: str) -> str:
+    counts = {"\n": 0, "\r\n": 0, "\r": 0}
+    for match in _NEWLINE.finditer(text):
+        counts[match.group()] += 1
+    best = max(counts, key=lambda k: counts[k])
+    return best if counts[best] else "\n"
+
+
+def line_starts(text: str) -> list:
+    """Offsets where each line starts, splitting on \\r\\n, \\r and \\n like LibCST."""
+    starts = [0]
+    starts.extend(m.end() for m in _NEWLINE.finditer(text))
+    return starts
+
+
+def offset_of(starts: list, row: int, column: int) -> int:
+    """Offset of a 1-based (row, column) position."""
+    return starts[row - 1] + column - 1
+
+
+def location_of(starts: list, offset: int):
+    """1-based (row, column) of an offset."""
+    import bisect
+
+    row = bisect.bisect_right(starts, offset)
+    return row, offset - starts[row - 1] + 1
