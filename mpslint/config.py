@@ -47,6 +47,8 @@ def resolve_selectors(selectors: Iterable[str], *, setting: str = "select") -> F
         if selector in by_name:
             chosen.add(by_name[selector])
             continue
+        if selector.upper() in registry.ENGINE_CODES:
+            continue  # always reported; accepted so `# noqa`-style lists can name them
         upper = selector.upper()
         matched = [c for c in codes if c.startswith(upper)]
         if not matched or not upper.startswith("MPS"):
