@@ -7,6 +7,7 @@ rule while the other rules go on.
 
 from __future__ import annotations
 
+import ast
 import traceback
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -53,7 +54,7 @@ def check_text(
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        return CheckResult([_syntax_diagnostic(path, exc)], parsed=False)
+        return CheckResult([_syntax_diagnostic(path, text, exc)], parsed=False)
     except (RecursionError, MemoryError):
         diagnostic = Diagnostic(
             INVALID_SYNTAX,
@@ -149,18 +150,29 @@ def _handlers(cls: RuleClass) -> Tuple[str, ...]:
     return names
 
 
-def _syntax_diagnostic(path: str, exc: cst.ParserSyntaxError) -> Diagnostic:
-    row = max(exc.raw_line, 1)
-    column = max(exc.raw_column, 0) + 1
-    message = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
+def _syntax_diagnostic(path: str, text: str, exc: cst.ParserSyntaxError) -> Diagnostic:
+    """MPS000 with Python's own wording where it has one ("'(' was never closed")."""
+    row, column = max(exc.raw_line, 1), max(exc.raw_column, 0) + 1
+    message = f"LibCST cannot parse this: {_first_line(exc.message)}"
+    try:
+        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as err:
+        message = err.msg or "invalid syntax"
+        if err.lineno:
+            row, column = err.lineno, max(err.offset or 1, 1)
+    except (ValueError, RecursionError, MemoryError) as err:  # NUL bytes, absurd nesting
+        message = _first_line(str(err)) or "invalid source"
     return Diagnostic(
         INVALID_SYNTAX,
         f"could not parse: {message}",
         path,
         Location(row, column),
         Location(row, column),
-        noqa_row=None,
     )
+
+
+def _first_line(text: str) -> str:
+    return str(text).strip().splitlines()[0] if text else ""
 
 
 def _resolve(ctx: Context, path: str, failures: Dict[str, str]) -> List[Diagnostic]:

@@ -1,0 +1,122 @@
+"""The engine: one pass, positions, prefilter, MPS000, contained rule crashes."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from mpslint import registry
+from mpslint.checks.base import FixSpec, Rule, insert_line_after, replace
+from mpslint.config import Settings
+from mpslint.engine import INTERNAL_ERROR, INVALID_SYNTAX, check_text
+from mpslint.fixer import apply_fixes, fix_text
+
+
+class CudaCall(Rule):
+    CODE = "MPS991"
+    NAME = "test-cuda-call"
+    TRIGGERS = (".cuda(",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda" and not node.args:
+            helper = insert_line_after(self.ctx.module.body[0], "DEVICE = pick()\n")
+            new = node.with_changes(func=node.func.with_changes(attr=cst.Name("to")), args=[cst.Arg(cst.Name("DEVICE"))])
+            edits = [replace(node, new)]
+            if "DEVICE = pick()" not in self.ctx.source:
+                edits.append(helper)
+            self.report(node, "cuda call", fix=FixSpec.safe("use DEVICE", *edits))
+
+
+class Crashes(Rule):
+    CODE = "MPS992"
+    NAME = "test-crash"
+    TRIGGERS = ("boom",)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == "boom":
+            raise ZeroDivisionError("rule bug")
+
+
+@pytest.fixture
+def test_rules(monkeypatch):
+    monkeypatch.setattr(registry, "classes_for", lambda codes: tuple(c for c in (CudaCall, Crashes) if c.CODE in codes))
+    return Settings(select=frozenset({"MPS991", "MPS992"}))
+
+
+def test_positions_are_one_based_and_span_the_node(test_rules):
+    [d] = check_text("import torch\nx = y.cuda()\n", "a.py", test_rules).diagnostics
+    assert (d.location.row, d.location.column, d.end_location.row, d.end_location.column) == (2, 5, 2, 13)
+    assert d.noqa_row == 2
+
+
+def test_syntax_error_is_mps000_not_an_exception(test_rules):
+    result = check_text("import torch\nx = y.cuda(\n", "a.py", test_rules)
+    assert not result.parsed
+    [d] = result.diagnostics
+    assert d.code == INVALID_SYNTAX and d.message.startswith("could not parse")
+
+
+def test_prefilter_skips_files_without_triggers(test_rules):
+    assert check_text("def broken(:\n", "a.py", test_rules).skipped
+    assert check_text("def broken(:\n", "a.py", test_rules, prefilter=False).diagnostics[0].code == INVALID_SYNTAX
+
+
+def test_a_crashing_rule_is_contained(test_rules):
+    diagnostics = check_text("import torch\nboom = 1\nx = y.cuda()\n", "a.py", test_rules).diagnostics
+    assert [d.code for d in diagnostics] == [INTERNAL_ERROR, "MPS991"]
+    crash = diagnostics[0]
+    assert "MPS992" in crash.message and "report" in crash.message
+    assert "ZeroDivisionError" in crash.detail
+
+
+def test_noqa_inline_and_file_level(test_rules):
+    src = "import torch\nx = y.cuda()  # noqa: MPS991\nz = y.cuda()  # noqa: MPS1\nw = y.cuda()  # noqa\n"
+    assert [d.location.row for d in check_text(src, "a.py", test_rules).diagnostics] == [3]
+    assert check_text("# mpslint: noqa\nimport torch\nx = y.cuda()\n", "a.py", test_rules).diagnostics == []
+    assert check_text("# mpslint: noqa: MPS9\nimport torch\nx = y.cuda()\n", "a.py", test_rules).diagnostics == []
+    kept = check_text("# mpslint: noqa: MPS1\nimport torch\nx = y.cuda()\n", "a.py", test_rules).diagnostics
+    assert [d.code for d in kept] == ["MPS991"]
+    # A noqa inside a string is not a comment.
+    assert check_text('import torch\nx = y.cuda(); s = "# noqa"\n', "a.py", test_rules).diagnostics
+
+
+def test_fix_reaches_a_fixpoint_through_nested_fixes(test_rules):
+    outcome = fix_text("import torch\nx = y.cuda().cuda()\n", "a.py", test_rules)
+    assert outcome.text == "import torch\nDEVICE = pick()\nx = y.to(DEVICE).to(DEVICE)\n"
+    assert outcome.fixed["MPS991"] == 2 and outcome.error is None
+    assert outcome.diagnostics == []
+
+
+def test_fix_keeps_crlf_and_handles_missing_final_newline(test_rules):
+    outcome = fix_text("import torch\r\nx = y.cuda()", "a.py", test_rules, newline="\r\n")
+    assert outcome.text == "import torch\r\nDEVICE = pick()\r\nx = y.to(DEVICE)"
+    outcome = fix_text("import torch", "a.py", test_rules)
+    assert outcome.text == "import torch"
+
+
+def test_a_fix_that_breaks_parsing_is_not_applied(test_rules, monkeypatch):
+    import mpslint.fixer as fixer
+
+    real = fixer.apply_fixes
+    monkeypatch.setattr(fixer, "apply_fixes", lambda text, fixes, newline="\n": real(text, fixes, newline=newline) + "def (:\n")
+    source = "import torch\nx = y.cuda()\n"
+    outcome = fix_text(source, "a.py", test_rules)
+    assert outcome.text == source
+    assert "does not parse" in outcome.error
+
+
+def test_apply_fixes_merges_identical_edits():
+    from mpslint.diagnostic import Applicability, Edit, Fix, Location
+
+    insert = Edit(Location(1, 1), Location(1, 1), "import x\n")
+    a = Fix("a", Applicability.SAFE, (insert, Edit(Location(1, 1), Location(1, 2), "A")))
+    b = Fix("b", Applicability.SAFE, (insert, Edit(Location(1, 3), Location(1, 4), "B")))
+    assert apply_fixes("abc\n", [a, b]) == "import x\nAbB\n"
+
+
+def test_static_mode_never_executes_the_code(tmp_path, test_rules):
+    marker = tmp_path / "executed"
+    source = f"import torch\nopen({str(marker)!r}, 'w').write('x')\nx = y.cuda()\n"
+    check_text(source, "a.py", Settings())
+    fix_text(source, "a.py", test_rules)
+    assert not marker.exists()
