@@ -371,7 +371,12 @@ def _installed(path: str, version: str) -> KernelTable:
 
 def load_table(torch_version: Optional[Tuple[int, ...]] = None, *, prefer_installed: bool = True) -> KernelTable:
     """The kernel table for ``torch_version`` (see the module docstring)."""
-    wanted = tuple(torch_version[:2]) if torch_version is not None else None
+    wanted = (int(torch_version[0]), int(torch_version[1])) if torch_version is not None else None
+    return _load(wanted, prefer_installed)
+
+
+@lru_cache(maxsize=None)
+def _load(wanted: Optional[Version], prefer_installed: bool) -> KernelTable:
     if prefer_installed:
         text = _installed_torch_version_text()
         path = installed_yaml_path()
