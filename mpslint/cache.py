@@ -1,0 +1,195 @@
+"""The result cache: unchanged files are not checked again.
+
+An entry is keyed by a digest of (mpslint's version and code, the effective
+settings, the file's path as reported, the file's bytes) and holds the
+file's diagnostics, fixes included, as JSON.
+
+Why the content and not (mtime, size): mtimes are coarse on some file
+systems and an edit that keeps the size within one tick would be served stale
+results; reading and hashing a file costs far less than parsing it, and the
+runner reads the bytes anyway. Why JSON and not pickle: the cache lives in
+the checked-out tree, and a linter runs on untrusted pull requests; loading a
+planted pickle would execute code.
+
+Any problem with the cache (unreadable, corrupt, another version, a full
+disk) makes that entry a miss; the cache never fails a run. Writes are
+atomic (temp file + ``os.replace``), so concurrent runs cannot tear an entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from mpslint import __version__
+from mpslint.config import Settings
+from mpslint.diagnostic import Applicability, Diagnostic, Edit, Fix, Location
+
+CACHE_DIR_NAME = ".mpslint_cache"
+_FORMAT = 1
+_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by mpslint.\n"
+    "# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
+
+
+def _code_fingerprint() -> str:
+    """The version plus the (mtime, size) of mpslint's own modules and rule docs.
+
+    A release is identified by its version, but an editable install changes
+    under the same version: without this, editing a rule would serve stale results.
+    """
+    here = Path(__file__).resolve().parent
+    parts = [__version__, str(_FORMAT)]
+    for base in (here, here.parent / "rules", here / "_rules"):
+        if not base.is_dir():
+            continue
+        for root, _dirs, names in os.walk(base):
+            for name in sorted(names):
+                if name.endswith((".py", ".md", ".json", ".yaml")):
+                    try:
+                        st = os.stat(os.path.join(root, name))
+                    except OSError:
+                        continue
+                    parts.append(f"{os.path.relpath(os.path.join(root, name), here)}:{st.st_mtime_ns}:{st.st_size}")
+    parts.sort()
+    return hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
+
+
+def settings_fingerprint(settings: Settings) -> str:
+    """A stable text for the settings (sets sorted: their repr depends on hash seeds)."""
+    values = {}
+    for f in fields(settings):
+        value = getattr(settings, f.name)
+        if isinstance(value, (set, frozenset)):
+            value = sorted(value, key=str)
+        values[f.name] = value
+    return json.dumps(values, sort_keys=True, default=repr)
+
+
+class Cache:
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self.entries = self.directory / f"v{__version__}"
+        self._code = _code_fingerprint()
+        self._settings: Dict[Settings, str] = {}
+        self._ready = False
+        self.hits = 0
+        self.misses = 0
+
+    def key(self, data: bytes, display_path: str, settings: Settings) -> str:
+        fingerprint = self._settings.get(settings)
+        if fingerprint is None:
+            fingerprint = self._settings[settings] = settings_fingerprint(settings)
+        digest = hashlib.blake2b(digest_size=20)
+        for part in (self._code, fingerprint, display_path):
+            digest.update(part.encode("utf-8", "surrogatepass"))
+            digest.update(b"\0")
+        digest.update(data)
+        return digest.hexdigest()
+
+    def _entry(self, key: str) -> Path:
+        return self.entries / key[:2] / f"{key[2:]}.json"
+
+    def get(self, key: str) -> Optional[List[Diagnostic]]:
+        try:
+            with open(self._entry(key), "rb") as handle:
+                payload = json.loads(handle.read())
+            if payload.get("key") != key:
+                raise ValueError("entry for another key")
+            result = [diagnostic_from_json(d) for d in payload["diagnostics"]]
+        except FileNotFoundError:
+            self.misses += 1
+            return None
+        except Exception:  # corrupt, truncated, foreign: a miss; the next put rewrites it
+            self.misses += 1
+            return None
+        self.hits += 1
+        return result
+
+    def put(self, key: str, diagnostics: Sequence[Diagnostic]) -> None:
+        try:
+            self._prepare()
+            target = self._entry(key)
+            target.parent.mkdir(exist_ok=True)
+            payload = {"key": key, "diagnostics": [diagnostic_to_json(d) for d in diagnostics]}
+            _atomic_write(target, json.dumps(payload, separators=(",", ":")).encode("utf-8"))
+        except Exception:
+            pass  # a read-only or full disk costs speed, never the run
+
+    def _prepare(self) -> None:
+        if self._ready:
+            return
+        self.entries.mkdir(parents=True, exist_ok=True)
+        tag = self.directory / "CACHEDIR.TAG"
+        if not tag.exists():
+            _atomic_write(tag, _TAG.encode())
+        ignore = self.directory / ".gitignore"
+        if not ignore.exists():
+            _atomic_write(ignore, b"# Automatically created by mpslint.\n*\n")
+        self._ready = True
+
+
+def _atomic_write(target: Path, data: bytes) -> None:
+    fd, temp = tempfile.mkstemp(prefix=".tmp-", dir=str(target.parent))
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temp, target)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+
+
+def _loc(location: Location) -> List[int]:
+    return [location.row, location.column]
+
+
+def diagnostic_to_json(d: Diagnostic) -> Dict[str, Any]:
+    fix = None
+    if d.fix is not None:
+        fix = {
+            "message": d.fix.message,
+            "applicability": d.fix.applicability.value,
+            "edits": [[_loc(e.start), _loc(e.end), e.content] for e in d.fix.edits],
+        }
+    return {
+        "code": d.code,
+        "message": d.message,
+        "filename": d.filename,
+        "location": _loc(d.location),
+        "end_location": _loc(d.end_location),
+        "fix": fix,
+        "noqa_row": d.noqa_row,
+        "detail": d.detail,
+    }
+
+
+def diagnostic_from_json(data: Dict[str, Any]) -> Diagnostic:
+    fix = None
+    raw = data["fix"]
+    if raw is not None:
+        fix = Fix(
+            raw["message"],
+            Applicability(raw["applicability"]),
+            tuple(Edit(Location(*start), Location(*end), str(content)) for start, end, content in raw["edits"]),
+        )
+    return Diagnostic(
+        str(data["code"]),
+        str(data["message"]),
+        str(data["filename"]),
+        Location(*data["location"]),
+        Location(*data["end_location"]),
+        fix=fix,
+        noqa_row=data["noqa_row"],
+        detail=data.get("detail"),
+    )

@@ -1,0 +1,367 @@
+"""The command line: ``mpslint [PATHS]`` (= ``mpslint check``), ``mpslint rule``, ``mpslint verify``.
+
+Exit codes: 0 clean (or everything fixed), 1 findings remain (or ``--diff``
+would change something), 2 usage, configuration or internal error.
+
+Imports stay inside the functions that need them: ``mpslint one_file.py`` in
+pre-commit should cost little more than importing LibCST.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import click
+
+from mpslint import __version__
+
+FORMAT_CHOICES = ("concise", "full", "json", "sarif", "github", "junit")
+# Subcommands whose module is imported only when used (the verifier belongs to another package area).
+LAZY_COMMANDS: Dict[str, Tuple[str, str, str]] = {
+    "verify": ("mpslint.verify.command", "verify", "Run a script and report what happened on the mps device."),
+}
+
+
+class UsageFailure(Exception):
+    """A usage or configuration problem: message on stderr, exit 2."""
+
+
+class MpslintGroup(click.Group):
+    """A group whose default command is ``check``: ``mpslint --fix src`` means ``mpslint check --fix src``."""
+
+    def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
+        group_flags = {"--help", "-h", "--version"}
+        if not args or (args[0] not in self.list_commands(ctx) and args[0] not in group_flags):
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx: click.Context) -> List[str]:
+        return sorted(set(self.commands) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
+        command = self.commands.get(name)
+        if command is not None or name not in LAZY_COMMANDS:
+            return command
+        module_name, attribute, _ = LAZY_COMMANDS[name]
+        try:
+            import importlib
+
+            return getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as exc:
+            return _unavailable(name, exc)
+
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Listing commands in `mpslint --help` must not import the verifier (and torch).
+        rows = [(name, command.get_short_help_str(60)) for name, command in sorted(self.commands.items())]
+        rows += [(name, help_text) for name, (_, _, help_text) in LAZY_COMMANDS.items() if name not in self.commands]
+        with formatter.section("Commands"):
+            formatter.write_dl(sorted(rows))
+
+
+def _unavailable(name: str, exc: BaseException) -> click.Command:
+    @click.command(name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    @click.pass_context
+    def command(ctx: click.Context) -> None:
+        click.echo(f"error: `mpslint {name}` is not available in this installation: {exc}", err=True)
+        if name == "verify" and isinstance(exc, ImportError) and exc.name == "torch":
+            click.echo("hint: the verifier needs PyTorch: pip install 'mpslint[verify]'", err=True)
+        ctx.exit(2)
+
+    return command
+
+
+@click.group(cls=MpslintGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="mpslint", message="%(prog)s %(version)s")
+def main() -> None:
+    """mpslint: make PyTorch code ready for Apple silicon's mps device.
+
+    `mpslint [PATHS]` is the same as `mpslint check [PATHS]`.
+    """
+
+
+def _split(values: Sequence[str]) -> Tuple[str, ...]:
+    """``--select A,B --select C`` -> (A, B, C)."""
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+@main.command("check")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@click.option("--fix", is_flag=True, help="Apply fixes (safe ones; with --unsafe-fixes, unsafe ones too).")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or offer fixes that may change behaviour.")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff and write nothing; exit 1 if there is one.")
+@click.option("--show-fixes", is_flag=True, help="List the fixes applied, per file.")
+@click.option("--select", multiple=True, metavar="CODES", help="Rules to check (codes, prefixes like MPS1, names; comma-separated).")
+@click.option("--extend-select", multiple=True, metavar="CODES", help="Rules to add to the selection.")
+@click.option("--ignore", multiple=True, metavar="CODES", help="Rules to leave out.")
+@click.option("--exclude", multiple=True, metavar="PATTERNS", help="Replace the excluded paths (globs; comma-separated).")
+@click.option("--extend-exclude", multiple=True, metavar="PATTERNS", help="Exclude these paths too.")
+@click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too (pre-commit).")
+@click.option(
+    "--output-format",
+    type=click.Choice(FORMAT_CHOICES),
+    envvar="MPSLINT_OUTPUT_FORMAT",
+    show_envvar=True,
+    default="concise",
+    show_default=True,
+)
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=str), help="Write the report to this file.")
+@click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a fix was applied, even if nothing remains.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
+@click.option("--cache-dir", envvar="MPSLINT_CACHE_DIR", show_envvar=True, type=click.Path(file_okay=False, path_type=str))
+@click.option("--torch-version", metavar="X.Y", help="The lowest torch version the code supports (overrides config).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=str), help="Use this config file for all files.")
+@click.option("--stdin-filename", metavar="PATH", help="The path of the code read from stdin (for config and messages).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: one per CPU).")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("--strict", is_flag=True, help="Exit 2 when a rule crashed (MPS900).")
+@click.option("-v", "--verbose", is_flag=True, help="Print the traceback of internal errors (MPS900).")
+@click.version_option(__version__, "--version", prog_name="mpslint", message="%(prog)s %(version)s")
+def check(paths: Tuple[str, ...], **flags) -> None:
+    """Check PATHS (default: the current directory); `-` reads stdin."""
+    try:
+        code = _check(paths, **flags)
+    except UsageFailure as exc:
+        click.echo(f"error: {exc}", err=True)
+        code = 2
+    sys.exit(code)
+
+
+def _check(
+    paths: Tuple[str, ...],
+    *,
+    fix: bool,
+    unsafe_fixes: bool,
+    diff: bool,
+    show_fixes: bool,
+    select: Tuple[str, ...],
+    extend_select: Tuple[str, ...],
+    ignore: Tuple[str, ...],
+    exclude: Tuple[str, ...],
+    extend_exclude: Tuple[str, ...],
+    force_exclude: bool,
+    output_format: str,
+    output_file: Optional[str],
+    statistics: bool,
+    exit_zero: bool,
+    exit_non_zero_on_fix: bool,
+    no_cache: bool,
+    cache_dir: Optional[str],
+    torch_version: Optional[str],
+    config_path: Optional[str],
+    stdin_filename: Optional[str],
+    jobs: Optional[int],
+    quiet: bool,
+    strict: bool,
+    verbose: bool,
+) -> int:
+    from mpslint.config import ConfigError, ConfigResolver, Overrides, parse_torch_version
+    from mpslint.runner import Mode
+
+    use_stdin = "-" in paths or (stdin_filename is not None and not paths)
+    if use_stdin and len(paths) > 1:
+        raise UsageFailure("`-` (stdin) cannot be combined with other paths")
+    try:
+        overrides = Overrides(
+            select=_split(select) if select else None,
+            ignore=_split(ignore),
+            extend_select=_split(extend_select),
+            exclude=_split(exclude) if exclude else None,
+            extend_exclude=_split(extend_exclude),
+            torch_version=parse_torch_version(torch_version) if torch_version is not None else None,
+        )
+        resolver = ConfigResolver(overrides, Path(config_path) if config_path else None)
+    except ConfigError as exc:
+        raise UsageFailure(str(exc)) from None
+    mode = Mode(fix=fix and not diff, diff=diff, unsafe=unsafe_fixes)
+    machine = output_format not in ("concise", "full")
+
+    try:
+        if use_stdin:
+            results, sources = _run_stdin(stdin_filename, resolver, mode, force_exclude)
+            errors: List[Tuple[str, str]] = []
+        else:
+            results, errors, sources = _run_paths(
+                list(paths) or ["."], resolver, mode, force_exclude, jobs, None if no_cache else cache_dir, no_cache
+            )
+    except ConfigError as exc:
+        raise UsageFailure(str(exc)) from None
+    if results is None:  # stdin named an excluded file
+        return 0
+
+    from mpslint.output.summary import show_fixes as render_show_fixes, statistics as render_statistics, summary
+
+    remaining = sorted((d for r in results for d in r.diagnostics), key=lambda d: d.sort_key())
+    fixed_total = sum(sum(r.fixed.values()) for r in results)
+    for path, message in errors + [(r.display, r.error) for r in results if r.error]:
+        click.echo(f"error: {path}: {message}", err=True)
+    for r in results:
+        if r.warning:
+            click.echo(f"warning: {r.display}: {r.warning}", err=True)
+    internal = [d for d in remaining if d.code == "MPS900"]
+    if verbose:
+        for d in internal:
+            click.echo(f"{d.filename}: {d.message}\n{d.detail or ''}", err=True)
+
+    if mode.diff:
+        diffs = "".join(r.diff for r in results if r.diff)
+        would = fixed_total
+        _emit(diffs, output_file, err=False)
+        if not quiet:
+            click.echo(f"Would fix {_plural(would)}." if would else "No fixes would be applied.", err=True)
+        changed = any(r.diff for r in results)
+        failed = bool(errors) or any(r.error for r in results) or (strict and internal)
+        return 2 if failed else (1 if changed else 0)
+
+    stdin_fix = use_stdin and mode.fix
+    if stdin_fix:
+        # The fixed source is the only thing on stdout; the report goes to stderr.
+        click.echo(results[0].text or "", nl=False)
+
+    from mpslint.output import Options, render
+
+    options = Options(unsafe=unsafe_fixes, source=lambda path: _source(path, sources))
+    pieces: List[str] = []
+    if statistics:
+        pieces.append(render_statistics(remaining, unsafe=unsafe_fixes, as_json=output_format == "json"))
+    else:
+        pieces.append(render(output_format, remaining, options))
+    notes: List[str] = []
+    if show_fixes and mode.fix:
+        notes.append(render_show_fixes([(r.display, r.fixed) for r in results]))
+    if not quiet and (not machine or stdin_fix):
+        notes.append("\n".join(summary(remaining, fixed_total, unsafe=unsafe_fixes, fixing=mode.fix)) + "\n")
+    if machine:
+        _emit("".join(pieces), output_file, err=stdin_fix)
+        for note in notes:
+            click.echo(note, err=True, nl=False)
+    else:
+        report = "".join(pieces)
+        if report and notes and output_format == "full" and not statistics:
+            report += "\n"  # the last source block and the summary are separate paragraphs
+        _emit(report + "".join(notes), output_file, err=stdin_fix)
+
+    if errors or any(r.error for r in results):
+        return 2
+    if strict and internal:
+        return 2
+    if exit_zero:
+        return 0
+    if remaining:
+        return 1
+    if exit_non_zero_on_fix and fixed_total:
+        return 1
+    return 0
+
+
+def _plural(n: int) -> str:
+    return f"{n} finding" if n == 1 else f"{n} findings"
+
+
+def _emit(text: str, output_file: Optional[str], *, err: bool) -> None:
+    if output_file:
+        path = Path(output_file)
+        try:
+            if path.parent and not path.parent.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageFailure(f"cannot write {output_file}: {exc.strerror or exc}") from None
+        return
+    if text:
+        click.echo(text, nl=False, err=err)
+
+
+def _source(path: str, sources: Dict[str, str]) -> Optional[str]:
+    """A file's current text, for the `full` format (fixed files are read after the fix)."""
+    if path in sources:
+        return sources[path]
+    from mpslint.source import DecodeError, SourceText
+
+    try:
+        with open(path, "rb") as handle:
+            return SourceText.decode(handle.read()).text
+    except (OSError, DecodeError):
+        return None
+
+
+def _run_stdin(stdin_filename: Optional[str], resolver, mode, force_exclude: bool):
+    from mpslint.runner import process_bytes
+
+    stream = getattr(sys.stdin, "buffer", sys.stdin)
+    data = stream.read()
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    display = stdin_filename or "-"
+    config = resolver.for_path(Path(stdin_filename)) if stdin_filename else resolver.for_directory(resolver.cwd)
+    if stdin_filename and force_exclude:
+        from mpslint.files import _forced_out
+
+        if _forced_out(Path(os.path.abspath(stdin_filename)), config, resolver):
+            if mode.fix:
+                sys.stdout.buffer.write(data)  # pass the code through untouched
+                sys.stdout.flush()
+            return None, {}
+    settings = config.settings_for(Path(stdin_filename)) if stdin_filename else config.settings
+    result = process_bytes(data, display, settings, mode, target=None)
+    sources = {display: result.text} if result.text is not None else {}
+    if display not in sources and result.error is None:
+        from mpslint.source import SourceText
+
+        sources[display] = SourceText.decode(data).text
+    return [result], sources
+
+
+def _run_paths(paths: List[str], resolver, mode, force_exclude: bool, jobs, cache_dir: Optional[str], no_cache: bool):
+    from mpslint.files import discover
+    from mpslint.runner import run
+
+    found = discover(paths, resolver, force_exclude=force_exclude)
+    files = [(str(path), path.as_posix(), config.settings_for(path)) for path, config in found.files]
+    cache_path = None
+    if not no_cache and not mode.fixing:
+        from mpslint.cache import CACHE_DIR_NAME
+
+        cache_path = Path(cache_dir) if cache_dir else resolver.cache_root() / CACHE_DIR_NAME
+    results = run(files, mode, jobs=jobs, cache_dir=cache_path)
+    return results, found.errors, {}
+
+
+@main.command("rule")
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="Print every rule.")
+@click.option("--output-format", type=click.Choice(("text", "json")), default="text", show_default=True)
+def rule(code: Optional[str], show_all: bool, output_format: str) -> None:
+    """Explain a rule: `mpslint rule MPS101` or `mpslint rule cuda-method`."""
+    from mpslint import catalog
+
+    if show_all == bool(code):
+        click.echo("error: give one rule code or name, or --all", err=True)
+        sys.exit(2)
+    if show_all:
+        docs = list(catalog.load().values())
+    else:
+        doc = catalog.find(code)
+        if doc is None:
+            click.echo(f"error: unknown rule {code!r}; `mpslint rule --all` lists every rule", err=True)
+            sys.exit(2)
+        docs = [doc]
+    if output_format == "json":
+        import json
+
+        data = [
+            {"code": d.code, "name": d.name, "summary": d.summary, "fix": d.fix, "since": d.since, "url": d.url, "explanation": d.text}
+            for d in docs
+        ]
+        click.echo(json.dumps(data if show_all else data[0], indent=2))
+        return
+    click.echo("\n".join(d.text for d in docs), nl=False)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

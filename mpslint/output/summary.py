@@ -1,0 +1,91 @@
+"""The lines around the findings: Ruff's summary, ``--statistics`` and ``--show-fixes``."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Dict, List, Sequence, Tuple
+
+from mpslint.diagnostic import Applicability, Diagnostic
+from mpslint.output import fix_applicable
+
+
+def plural(n: int, word: str = "finding") -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def summary(remaining: Sequence[Diagnostic], fixed: int, *, unsafe: bool, fixing: bool) -> List[str]:
+    """``Found N findings (F fixed, R remaining).`` and what ``--fix``/``--unsafe-fixes`` would add."""
+    total = len(remaining) + fixed
+    lines = []
+    if total == 0:
+        return ["All checks passed!"]
+    if fixed:
+        lines.append(f"Found {plural(total)} ({fixed} fixed, {len(remaining)} remaining).")
+    else:
+        lines.append(f"Found {plural(total)}.")
+    applicable = sum(1 for d in remaining if fix_applicable(d, unsafe))
+    hidden = 0 if unsafe else sum(1 for d in remaining if d.fix is not None and d.fix.edits and d.fix.applicability is Applicability.UNSAFE)
+    if fixing:
+        # What is left fixable after a --fix run can only be the unsafe fixes (or conflicting ones).
+        if hidden:
+            lines.append(f"No fixes available ({hidden} more with --fix --unsafe-fixes).")
+        return lines
+    flag = "--fix --unsafe-fixes" if unsafe else "--fix"
+    if applicable and hidden:
+        lines.append(f"[*] {applicable} fixable with {flag} ({hidden} more with --fix --unsafe-fixes).")
+    elif applicable:
+        lines.append(f"[*] {applicable} fixable with {flag}.")
+    elif hidden:
+        lines.append(f"No fixes available ({hidden} more with --fix --unsafe-fixes).")
+    return lines
+
+
+def statistics_rows(diagnostics: Sequence[Diagnostic], unsafe: bool) -> List[Tuple[int, str, str, str]]:
+    from mpslint import registry
+
+    counts: Counter = Counter(d.code for d in diagnostics)
+    marks: Dict[str, str] = {}
+    for d in diagnostics:
+        if fix_applicable(d, unsafe):
+            mark = "[*]"
+        elif d.fix is not None and d.fix.edits and d.fix.applicability is Applicability.UNSAFE:
+            mark = "[-]"
+        else:
+            mark = "[ ]"
+        # A code is as fixable as its most fixable finding.
+        order = {"[*]": 0, "[-]": 1, "[ ]": 2}
+        if d.code not in marks or order[mark] < order[marks[d.code]]:
+            marks[d.code] = mark
+    rows = [(count, code, marks[code], registry.name_of(code)) for code, count in counts.items()]
+    rows.sort(key=lambda r: (-r[0], r[1]))
+    return rows
+
+
+def statistics(diagnostics: Sequence[Diagnostic], *, unsafe: bool, as_json: bool) -> str:
+    rows = statistics_rows(diagnostics, unsafe)
+    if as_json:
+        data = [{"code": c, "name": n, "count": k, "fixable": m == "[*]"} for k, c, m, n in rows]
+        return json.dumps(data, indent=2) + "\n"
+    if not rows:
+        return ""
+    width = max(len(str(r[0])) for r in rows)
+    code_width = max(len(r[1]) for r in rows)
+    return "".join(f"{k:>{width}}\t{c:<{code_width}}\t{m}\t{n}\n" for k, c, m, n in rows)
+
+
+def show_fixes(fixed: Sequence[Tuple[str, Counter]]) -> str:
+    """``Fixed N findings:`` then, per file, how many of each code."""
+    from mpslint import registry
+
+    total = sum(sum(c.values()) for _, c in fixed)
+    if not total:
+        return "No findings fixed.\n"
+    out = [f"Fixed {plural(total)}:"]
+    for path, counts in fixed:
+        if not counts:
+            continue
+        out.append(f"- {path}:")
+        for code in sorted(counts):
+            out.append(f"    {counts[code]} × {code} ({registry.name_of(code)})")
+    return "\n".join(out) + "\n"

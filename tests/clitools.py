@@ -1,0 +1,96 @@
+"""Test-only rules for the CLI, runner and output tests, independent of the real rule families.
+
+MPS990 reports ``x.cuda()`` with a safe fix (``x.to(DEVICE)``), MPS991 reports
+``x.double()`` with an unsafe fix (``x.float()``), MPS992 reports
+``torch.cuda.synchronize()`` with no fix, MPS993 crashes on ``boom()``, MPS994 reports ``compile_me()`` with the
+torch-version floor in its message (to observe settings).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from mpslint import catalog, registry
+from mpslint.checks.base import FixSpec, Rule, replace
+
+# This module is itself the rule family: spawned pool workers import it by name (tests/ is on sys.path).
+FAMILY = "clitools"
+
+
+def _method(node: cst.Call, name: str) -> bool:
+    return isinstance(node.func, cst.Attribute) and node.func.attr.value == name and not node.args
+
+
+class CudaCall(Rule):
+    CODE = "MPS990"
+    NAME = "test-cuda-call"
+    TRIGGERS = ("cuda",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if _method(node, "cuda"):
+            fixed = node.with_changes(
+                func=node.func.with_changes(attr=cst.Name("to")), args=[cst.Arg(cst.Name("DEVICE"))]
+            )
+            self.report(node, "`.cuda()` only works on CUDA", fix=FixSpec.safe("Replace with `.to(DEVICE)`", replace(node, fixed)))
+
+
+class DoubleCall(Rule):
+    CODE = "MPS991"
+    NAME = "test-double-call"
+    TRIGGERS = ("double",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if _method(node, "double"):
+            fixed = node.with_changes(func=node.func.with_changes(attr=cst.Name("float")))
+            self.report(node, "float64 is not supported on MPS", fix=FixSpec.unsafe("Use float32", replace(node, fixed)))
+
+
+class Synchronize(Rule):
+    CODE = "MPS992"
+    NAME = "test-synchronize"
+    TRIGGERS = ("synchronize",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.qualify(node.func) == "torch.cuda.synchronize":
+            self.report(node, "`torch.cuda.synchronize()` is CUDA-only")
+
+
+class Crash(Rule):
+    CODE = "MPS993"
+    NAME = "test-crash"
+    TRIGGERS = ("boom",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "boom":
+            raise RuntimeError("the test rule crashed on purpose")
+
+
+class VersionProbe(Rule):
+    CODE = "MPS994"
+    NAME = "test-version-probe"
+    TRIGGERS = ("compile_me",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "compile_me":
+            version = self.ctx.settings.torch_version
+            shown = "unset" if version is None else ".".join(map(str, version))
+            self.report(node, f"torch-version floor is {shown}")
+
+
+RULES = [CudaCall, DoubleCall, Synchronize, Crash, VersionProbe]
+
+
+def _clear() -> None:
+    for cached in (registry.rule_classes, registry.rule_codes, registry.codes_by_name, registry.name_of, catalog.load):
+        cached.cache_clear()
+
+
+@pytest.fixture
+def fake_rules(monkeypatch):
+    """Replace every rule family by the test rules above (in this process only)."""
+    monkeypatch.setattr(registry, "FAMILIES", (FAMILY,))
+    _clear()
+    yield RULES
+    monkeypatch.undo()
+    _clear()
