@@ -84,8 +84,8 @@ def parse_torch_version(value: str) -> TorchVersion:
 # Loading: [tool.mpslint] in pyproject.toml, or mpslint.toml; CLI overrides.
 # ---------------------------------------------------------------------------
 
-import fnmatch
 import os
+from functools import lru_cache
 import re
 import sys
 from pathlib import Path
@@ -147,13 +147,46 @@ class PerFileIgnore:
 
 
 def _glob_match(pattern: str, relative: str) -> bool:
-    """Ruff-style globs: a pattern with a ``/`` is relative to the project root, else it matches a name."""
+    """Ruff-style globs: a pattern with a ``/`` is relative to the project root, else it matches a name.
+
+    ``*`` stays within one path segment and ``**`` crosses segments, as in ``.gitignore``.
+    """
     pattern = pattern.rstrip("/")
     if pattern.startswith("./"):
         pattern = pattern[2:]
     if "/" in pattern:
-        return fnmatch.fnmatchcase(relative, pattern)
-    return fnmatch.fnmatchcase(relative.rsplit("/", 1)[-1], pattern)
+        return _glob_regex(pattern).fullmatch(relative) is not None
+    return _glob_regex(pattern).fullmatch(relative.rsplit("/", 1)[-1]) is not None
+
+
+@lru_cache(maxsize=256)
+def _glob_regex(pattern: str) -> "re.Pattern[str]":
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2:]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1:end]
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            out.append(f"[{body}]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
 
 
 @dataclass(frozen=True)
