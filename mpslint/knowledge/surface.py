@@ -82,7 +82,7 @@ _add(["torch.special.laguerre_polynomial_l"], "special_laguerre_polynomial_l.out
 _add(["torch.special.legendre_polynomial_p"], "special_legendre_polynomial_p.out")
 _add(["torch.segment_reduce"], "segment_reduce")
 _add(["torch.hash_tensor"], "hash_tensor.out")
-_add([F + "ctc_loss", NN + "CTCLoss"], "_ctc_loss")
+_add([F + "ctc_loss", NN + "CTCLoss"], "_ctc_loss", "_ctc_loss.Tensor")  # int or tensor lengths
 _add([F + "multi_margin_loss", NN + "MultiMarginLoss"], "multi_margin_loss")
 _add([F + "multilabel_margin_loss", NN + "MultiLabelMarginLoss"], "multilabel_margin_loss_forward")
 _add([F + "adaptive_avg_pool3d"], "_adaptive_avg_pool3d", when=("not-output-size-1", "output_size", 1))
