@@ -1,0 +1,267 @@
+"""The runner: writing fixed files faithfully, the process pool, and the cache."""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from mpslint import runner
+from mpslint.cache import Cache, diagnostic_from_json, diagnostic_to_json
+from mpslint.config import Settings
+from mpslint.runner import Mode, process_file, run, write_atomic
+
+from clitools import fake_rules  # noqa: F401  (fixture)
+
+CUDA = "import torch\n\nx = torch.zeros(1)\ny = x.cuda()\n"
+FIXED = CUDA.replace("x.cuda()", "x.to(DEVICE)")
+FIX = Mode(fix=True)
+
+
+@pytest.fixture(autouse=True)
+def rules(fake_rules):
+    return fake_rules
+
+
+def fix_file(path: Path, mode: Mode = FIX):
+    return process_file(str(path), path.name, Settings(), mode)
+
+
+# --- writing fixed files ---------------------------------------------------------------------
+
+
+def test_fix_keeps_permissions(tmp_path):
+    path = tmp_path / "a.py"
+    path.write_text(CUDA)
+    os.chmod(path, 0o750)
+    result = fix_file(path)
+    assert result.fixed == {"MPS990": 1}
+    assert path.read_text() == FIXED
+    assert stat.S_IMODE(path.stat().st_mode) == 0o750
+    assert [p.name for p in tmp_path.iterdir()] == ["a.py"]  # no temp file left behind
+
+
+def test_fix_keeps_crlf(tmp_path):
+    path = tmp_path / "a.py"
+    path.write_bytes(CUDA.replace("\n", "\r\n").encode())
+    fix_file(path)
+    assert path.read_bytes() == FIXED.replace("\n", "\r\n").encode()
+
+
+def test_fix_keeps_bom(tmp_path):
+    path = tmp_path / "a.py"
+    path.write_bytes(codecs.BOM_UTF8 + ("# café\n" + CUDA).encode())
+    fix_file(path)
+    assert path.read_bytes() == codecs.BOM_UTF8 + ("# café\n" + FIXED).encode()
+
+
+def test_fix_keeps_a_declared_encoding(tmp_path):
+    path = tmp_path / "a.py"
+    source = "# -*- coding: latin-1 -*-\n# café\n" + CUDA
+    path.write_bytes(source.encode("latin-1"))
+    fix_file(path)
+    assert path.read_bytes() == ("# -*- coding: latin-1 -*-\n# café\n" + FIXED).encode("latin-1")
+
+
+def test_files_without_applied_fixes_are_not_rewritten(tmp_path):
+    path = tmp_path / "a.py"
+    path.write_text("import torch\nx = x.double()\n")  # only an unsafe fix
+    before = os.stat(path)
+    result = fix_file(path)
+    assert result.fixed == {} and [d.code for d in result.diagnostics] == ["MPS991"]
+    after = os.stat(path)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def test_fix_through_a_symlink_rewrites_the_target(tmp_path):
+    real = tmp_path / "real.py"
+    real.write_text(CUDA)
+    link = tmp_path / "link.py"
+    link.symlink_to(real)
+    fix_file(link)
+    assert link.is_symlink()
+    assert real.read_text() == FIXED
+
+
+def test_failed_write_leaves_the_file_and_no_temp(tmp_path, monkeypatch):
+    path = tmp_path / "a.py"
+    path.write_text(CUDA)
+
+    def broken_replace(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(runner.os, "replace", broken_replace)
+    result = fix_file(path)
+    assert result.error == "cannot write the fixed file: No space left on device"
+    assert path.read_text() == CUDA
+    assert [p.name for p in tmp_path.iterdir()] == ["a.py"]
+
+
+def test_write_atomic_replaces_content(tmp_path):
+    path = tmp_path / "f.py"
+    path.write_bytes(b"old")
+    write_atomic(str(path), b"new")
+    assert path.read_bytes() == b"new"
+
+
+def test_diff_mode_writes_nothing(tmp_path):
+    path = tmp_path / "a.py"
+    path.write_text(CUDA)
+    result = fix_file(path, Mode(diff=True))
+    assert path.read_text() == CUDA
+    assert "+y = x.to(DEVICE)\n" in result.diff
+
+
+def test_unreadable_and_undecodable_files_are_errors(tmp_path):
+    missing = process_file(str(tmp_path / "gone.py"), "gone.py", Settings(), Mode())
+    assert missing.error == "cannot read: No such file or directory"
+    bad = tmp_path / "bad.py"
+    bad.write_bytes(b"# coding: utf-8\nx = '\xff'\n")
+    result = process_file(str(bad), "bad.py", Settings(), Mode())
+    assert result.error.startswith("cannot decode") and result.diagnostics == []
+
+
+# --- the pool --------------------------------------------------------------------------------
+
+
+def _many(tmp_path: Path, n: int):
+    files = []
+    for i in range(n):
+        path = tmp_path / f"m{i:02}.py"
+        path.write_text(CUDA + "z = x.double()\n" * (i % 3) + ("def broken(:\n" if i == 5 else ""))
+        files.append((str(path), path.name, Settings()))
+    return files
+
+
+def _summary(results):
+    return [(r.display, [(d.code, d.location, d.fix) for d in r.diagnostics], r.error) for r in results]
+
+
+def test_pool_gives_the_same_results_in_the_same_order(tmp_path, monkeypatch):
+    files = _many(tmp_path, 12)
+    serial = run(files, Mode(), jobs=1)
+    monkeypatch.setattr(runner, "POOL_THRESHOLD", 2)
+    pooled = run(files, Mode(), jobs=2)
+    assert _summary(pooled) == _summary(serial)
+    assert any(d.code == "MPS000" for r in pooled for d in r.diagnostics)
+
+
+def test_pool_fixes_files(tmp_path, monkeypatch):
+    files = [f for f in _many(tmp_path, 6) if not f[1].startswith("m05")]
+    monkeypatch.setattr(runner, "POOL_THRESHOLD", 2)
+    results = run(files, FIX, jobs=2)
+    assert all(r.fixed["MPS990"] == 1 for r in results)
+    assert all("x.to(DEVICE)" in Path(path).read_text() for path, _, _ in files)
+
+
+def test_small_runs_do_not_spawn_workers(tmp_path, monkeypatch):
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a handful of files must run in-process")
+
+    monkeypatch.setattr(runner, "_run_pool", no_pool)
+    results = run(_many(tmp_path, runner.POOL_THRESHOLD - 1), Mode(), jobs=8)
+    assert len(results) == runner.POOL_THRESHOLD - 1
+
+
+def test_a_broken_pool_falls_back_to_this_process(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "POOL_THRESHOLD", 2)
+    monkeypatch.setattr(runner, "_run_pool", lambda todo, *a: [])
+    files = _many(tmp_path, 4)
+    assert _summary(run(files, Mode(), jobs=2)) == _summary(run(files, Mode(), jobs=1))
+
+
+# --- the cache -------------------------------------------------------------------------------
+
+
+def test_cache_hit_and_invalidation(tmp_path):
+    cache_dir = tmp_path / "cache"
+    path = tmp_path / "a.py"
+    path.write_text(CUDA)
+    files = [(str(path), "a.py", Settings())]
+    first = run(files, Mode(), cache_dir=cache_dir)
+    assert not first[0].cached
+    assert (cache_dir / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    assert (cache_dir / ".gitignore").read_text().splitlines()[-1] == "*"
+    second = run(files, Mode(), cache_dir=cache_dir)
+    assert second[0].cached
+    assert _summary(second) == _summary(first)
+    # Content changes: a miss. Settings change: a miss.
+    path.write_text(CUDA + "w = x.cuda()\n")
+    assert not run(files, Mode(), cache_dir=cache_dir)[0].cached
+    other = [(str(path), "a.py", Settings().with_codes({"MPS991"}))]
+    assert not run(other, Mode(), cache_dir=cache_dir)[0].cached
+
+
+def _entries(cache_dir: Path):
+    return [p for p in cache_dir.rglob("*.json")]
+
+
+def test_corrupt_entries_are_ignored_and_rewritten(tmp_path):
+    cache_dir = tmp_path / "cache"
+    path = tmp_path / "a.py"
+    path.write_text(CUDA)
+    files = [(str(path), "a.py", Settings())]
+    expected = _summary(run(files, Mode(), cache_dir=cache_dir))
+    (entry,) = _entries(cache_dir)
+    for garbage in (b"", b"{not json", b'{"key": "other", "diagnostics": []}', b'{"diagnostics": [{"code": 1}]}'):
+        entry.write_bytes(garbage)
+        result = run(files, Mode(), cache_dir=cache_dir)
+        assert not result[0].cached and _summary(result) == expected
+        assert json.loads(entry.read_bytes())["diagnostics"]  # rewritten
+
+
+def test_unusable_cache_directory_is_not_fatal(tmp_path):
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache directory should be")
+    path = tmp_path / "a.py"
+    path.write_text(CUDA)
+    results = run([(str(path), "a.py", Settings())], Mode(), cache_dir=blocker)
+    assert [d.code for d in results[0].diagnostics] == ["MPS990"]
+
+
+def test_fix_never_reads_the_cache(tmp_path):
+    cache_dir = tmp_path / "cache"
+    path = tmp_path / "a.py"
+    path.write_text(CUDA)
+    files = [(str(path), "a.py", Settings())]
+    run(files, Mode(), cache_dir=cache_dir)
+    (entry,) = _entries(cache_dir)
+    payload = json.loads(entry.read_bytes())
+    payload["diagnostics"] = []  # a stale entry claiming the file is clean
+    entry.write_text(json.dumps(payload))
+    assert run(files, Mode(), cache_dir=cache_dir)[0].diagnostics == []  # the check trusts it...
+    fixed = run(files, FIX, cache_dir=cache_dir)  # ...the fix re-checks
+    assert fixed[0].fixed == {"MPS990": 1}
+    assert path.read_text() == FIXED
+
+
+def test_cache_key_is_stable_across_processes(tmp_path):
+    # Frozensets of strings iterate in hash-seed order; the key must not depend on it.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.path.insert(0, %r)\n"
+        "from mpslint.cache import settings_fingerprint; from mpslint.config import Settings\n"
+        "print(settings_fingerprint(Settings(select=frozenset({'MPS101','MPS102','MPS103','MPS104'}))))\n"
+    ) % (str(Path(__file__).parent),)
+    keys = {
+        subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, text=True, check=True).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(keys) == 1
+
+
+def test_diagnostics_round_trip_through_json():
+    from mpslint.diagnostic import Applicability, Diagnostic, Edit, Fix, Location
+
+    d = Diagnostic(
+        "MPS990", "m", "a.py", Location(1, 2), Location(3, 4),
+        Fix("t", Applicability.UNSAFE, (Edit(Location(1, 2), Location(1, 2), "x\n"),)), 1, detail="tb",
+    )
+    back = diagnostic_from_json(json.loads(json.dumps(diagnostic_to_json(d))))
+    assert back == d and back.detail == "tb"
