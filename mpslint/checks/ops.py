@@ -80,10 +80,26 @@ def reached_ops(rule: Rule, call: cst.Call) -> Iterator[Tuple[str, str]]:
         display = f".{call.func.attr.value}()"
     else:
         return
+    if reaches and _on_cpu(call):
+        return
     for reach in reaches:
         if condition_holds(call, reach.when):
             for op in reach.ops:
                 yield display, op
+
+
+def _on_cpu(call: cst.Call) -> bool:
+    """The input is explicitly a host tensor: ``torch.linalg.svd(w.cpu())`` runs on the CPU anyway."""
+    first = positional(call, 0)
+    value = first.value if first is not None else None
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+        return False
+    method = value.func.attr.value
+    if method == "cpu":
+        return True
+    if method == "to" and value.args:
+        return string_value(value.args[0].value) == "cpu"
+    return False
 
 
 def _short(table: KernelTable) -> str:
