@@ -277,7 +277,7 @@ class _CallNames(cst.CSTVisitor):
 class UnguardedWorkers(Rule):
     CODE = "MPS403"
     NAME = "unguarded-workers"
-    TRIGGERS = ("num_workers", "Pool", "Process", "spawn", "start_processes")
+    TRIGGERS = ("DataLoader", "Pool", "Process", "spawn", "start_processes")
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx

@@ -1,0 +1,159 @@
+"""MPS401-MPS403: pinned memory, the fork start method, workers started at import."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import check, codes, fix, rows
+
+
+# --------------------------------------------------------------------- MPS401
+
+
+def test_pin_memory_true_in_dataloader_is_fixed_with_cuda_availability():
+    src = """
+    import torch
+    from torch.utils.data import DataLoader
+    loader = DataLoader(ds, pin_memory=True)
+    """
+    assert rows(src, "MPS401") == [4]
+    assert 'pin_memory=torch.cuda.is_available()' in fix(src, ["MPS401"]).text
+
+
+def test_pin_memory_fix_uses_the_device_in_scope():
+    src = """
+    import torch as th
+    from torch.utils.data import DataLoader
+    def make(ds):
+        device = th.device("cuda")
+        return DataLoader(ds, pin_memory=True)
+    """
+    assert 'pin_memory=device.type == "cuda"' in fix(src, ["MPS401"]).text
+
+
+def test_string_device_is_not_used_by_the_fix():
+    src = """
+    import torch
+    from torch.utils.data import DataLoader
+    device = "cuda"
+    loader = DataLoader(ds, pin_memory=True)
+    """
+    assert "pin_memory=torch.cuda.is_available()" in fix(src, ["MPS401"]).text
+
+
+@pytest.mark.parametrize("src", [
+    "import torch\nfrom torch.utils.data import DataLoader\nDataLoader(ds, pin_memory=torch.cuda.is_available())\n",
+    "import torch\nfrom torch.utils.data import DataLoader\nDataLoader(ds, pin_memory=args.pin_memory)\n",
+    "import torch\nfrom torch.utils.data import DataLoader\nDataLoader(ds, pin_memory=False)\n",
+    "import torch\nfrom torch.utils.data import DataLoader\n"
+    "if torch.cuda.is_available():\n    loader = DataLoader(ds, pin_memory=True)\n",
+    "import torch\nx = y.pin_memory() if torch.cuda.is_available() else y\n",
+    "import torch\nargs = TrainingArguments(dataloader_pin_memory=True)\n",
+    "import torch\nflag = self.pin_memory\n",
+])
+def test_pin_memory_traps(src):
+    assert "MPS401" not in codes(src)
+
+
+def test_pin_memory_method_fix_keeps_behaviour_on_cuda():
+    src = """
+    import torch
+    def to_host(batch):
+        pinned = batch.pin_memory()
+        return pinned
+    """
+    out = fix(src, ["MPS401"]).text
+    assert "pinned = batch.pin_memory() if torch.cuda.is_available() else batch" in out
+
+
+def test_pin_memory_method_with_side_effect_receiver_is_reported_without_fix():
+    src = """
+    import torch
+    batch = next(it).pin_memory()
+    """
+    found = check(src, ["MPS401"])
+    assert [d.code for d in found] == ["MPS401"] and found[0].fix is None
+
+
+# --------------------------------------------------------------------- MPS402
+
+
+@pytest.mark.parametrize("src", [
+    'import multiprocessing\nmultiprocessing.set_start_method("fork")\n',
+    'import multiprocessing as mp\nmp.set_start_method(method="fork", force=True)\n',
+    'import torch.multiprocessing as mp\nmp.set_start_method("fork")\n',
+    'from multiprocessing import get_context\nctx = get_context("fork")\n',
+    'from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=0, multiprocessing_context="fork")\n',
+    'import concurrent.futures as cf\ncf.ProcessPoolExecutor(mp_context="fork")\n',
+    'import os\npid = os.fork()\n',
+])
+def test_fork_spellings(src):
+    assert codes(src, ["MPS402"]) == ["MPS402"]
+
+
+@pytest.mark.parametrize("src", [
+    'import multiprocessing\nmultiprocessing.set_start_method("spawn")\n',
+    'import multiprocessing\nmultiprocessing.set_start_method("forkserver")\n',
+    'import sys, multiprocessing\nif sys.platform == "linux":\n    multiprocessing.set_start_method("fork")\n',
+    'import os\nif os.name == "posix" and sys.platform != "darwin":\n    os.fork()\n',
+    'ctx = my_lib.get_context("fork")\n',
+    'print("fork")\n',
+])
+def test_fork_traps(src):
+    assert "MPS402" not in codes(src, ["MPS402"])
+
+
+def test_fork_fix_is_unsafe_and_keeps_quotes():
+    src = "import multiprocessing as mp\nmp.set_start_method('fork')\n"
+    assert fix(src, ["MPS402"]).text == src  # unsafe: not applied by default
+    assert fix(src, ["MPS402"], unsafe=True).text == "import multiprocessing as mp\nmp.set_start_method('spawn')\n"
+
+
+# --------------------------------------------------------------------- MPS403
+
+
+@pytest.mark.parametrize("src", [
+    "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\n",
+    "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=args.workers)\n",
+    "import torch\nloader = torch.utils.data.DataLoader(ds, 8, True, None, None, 2)\n",
+    "import multiprocessing\nwith multiprocessing.Pool(4) as p:\n    p.map(f, xs)\n",
+    "from concurrent.futures import ProcessPoolExecutor\nex = ProcessPoolExecutor()\n",
+    "import torch.multiprocessing as mp\nmp.spawn(worker, nprocs=2)\n",
+    "from torch.utils.data import DataLoader\ndef main():\n    return DataLoader(ds, num_workers=2)\nmain()\n",
+    "from torch.utils.data import DataLoader\ndef inner():\n    return DataLoader(ds, num_workers=2)\n"
+    "def main():\n    inner()\nmain()\n",
+])
+def test_unguarded_workers(src):
+    assert codes(src, ["MPS403"]) == ["MPS403"]
+
+
+@pytest.mark.parametrize("src", [
+    "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n",
+    "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=0)\n",
+    "from torch.utils.data import DataLoader\nif __name__ == '__main__':\n    loader = DataLoader(ds, num_workers=4)\n",
+    "from torch.utils.data import DataLoader\ndef main():\n    return DataLoader(ds, num_workers=2)\n"
+    "if __name__ == '__main__':\n    main()\n",
+    "from torch.utils.data import DataLoader\ndef make(ds):\n    return DataLoader(ds, num_workers=8)\n",
+    "from torch.utils.data import DataLoader\nclass T:\n    def loader(self):\n        return DataLoader(ds, num_workers=8)\n"
+    "T().loader()\n",
+    "import sys\nfrom torch.utils.data import DataLoader\n"
+    "loader = DataLoader(ds, num_workers=0 if sys.platform == 'darwin' else 4)\n",
+    "from torch.utils.data import DataLoader\nmake = lambda: DataLoader(ds, num_workers=4)\n",
+    "from mylib import DataLoader\nloader = DataLoader(ds, num_workers=4)\n",
+])
+def test_unguarded_workers_traps(src):
+    assert "MPS403" not in codes(src, ["MPS403"])
+
+
+def test_unguarded_finding_sits_on_the_call_and_names_the_entry():
+    src = """
+    from torch.utils.data import DataLoader
+    def inner():
+        return DataLoader(ds, num_workers=2)
+    def main():
+        inner()
+    main()
+    """
+    [diag] = check(src, ["MPS403"])
+    assert diag.location.row == 4
+    assert "`inner()`" in diag.message and "`main()`" in diag.message

@@ -1,0 +1,160 @@
+"""MPS501-MPS504: op coverage, CPU fallbacks, dtypes and version gates at several floors."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import check, codes
+
+HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+
+
+def found(line: str, version=None, select=("MPS5",)):
+    return codes(HEADER + line + "\n", list(select), torch_version=version)
+
+
+@pytest.mark.parametrize("line", [
+    "d = torch.pdist(x)",
+    "d = F.pdist(x)",
+    "w, v = torch.linalg.eig(a)",
+    "w = torch.linalg.eigvalsh(a)",
+    "s = torch.linalg.svdvals(a)",
+    "sol = torch.linalg.lstsq(a, b)",
+    "loss_fn = nn.CTCLoss()",
+    "loss = F.ctc_loss(lp, t, il, tl)",
+    "pool = nn.AdaptiveAvgPool3d((2, 4, 4))",
+    "pool = nn.AdaptiveAvgPool3d(output_size=7)",
+    "y = F.adaptive_max_pool3d(x, 2)",
+    "m = torch.mode(x)",
+    "x.put_(idx, v)",
+    "e = x.matrix_exp()",
+    "y = F.channel_shuffle(x, 2)",
+])
+def test_missing_kernel_at_every_floor(line):
+    for version in (None, "2.1", "2.5", "2.8", "2.13"):
+        assert found(line, version) == ["MPS501"], (line, version)
+
+
+@pytest.mark.parametrize("line", [
+    "d = torch.cdist(x, y)",
+    "pool = nn.AdaptiveAvgPool3d(1)",
+    "pool = nn.AdaptiveAvgPool3d((1, 1, 1))",
+    "y = F.adaptive_avg_pool3d(x, 1)",
+    "y = F.interpolate(x, scale_factor=2)",
+    "y = F.interpolate(x, scale_factor=2, mode='bilinear')",
+    "emb = nn.Embedding(10, 4)",
+    "emb = nn.Embedding(10, 4, max_norm=None)",
+    "y = np.take(a, idx)",
+    "y = x.take(idx)",
+    "m = df.mode()",
+    "d = torch.pdist(x.cpu())",
+    "u, s, v = torch.linalg.svd(a.to('cpu'))",
+    "self.put_(1)",
+    "z = torch.zeros(3, dtype=torch.complex64, device='mps')",
+    "z = torch.zeros(3, dtype=torch.complex128)",
+    "z = torch.zeros(3, dtype=torch.complex128, device='cpu')",
+    "c = a.float() @ b.float()",
+    "c = a @ b",
+])
+def test_traps(line):
+    assert found(line) == [], line
+
+
+def test_fallbacks_are_mps502_not_mps501():
+    for line in ["u, s, v = torch.linalg.svd(a)", "u, s, v = torch.svd(a)", "p = torch.pinverse(a)",
+                 "p = torch.linalg.pinv(a)", "p = torch.linalg.pinv(a, hermitian=False)", "emb = nn.Embedding(10, 4, max_norm=1.0)",
+                 "emb = nn.Embedding(10, 4, 0, 2.0)", "y = F.embedding(i, w, max_norm=1.0)",
+                 "e = nn.Embedding.from_pretrained(w, max_norm=1.0)"]:
+        assert found(line) == ["MPS502"], line
+    assert found("p = torch.linalg.pinv(a, hermitian=True)") == ["MPS501"]
+
+
+# Ops whose MPS kernel arrived in a known release: reported exactly below it.
+GATED = [
+    ("y = F.interpolate(x, scale_factor=2, mode='bicubic')", (2, 6)),
+    ("m = torch.isin(a, b)", (2, 4)),
+    ("s = torch.linalg.solve(a, b)", (2, 7)),
+    ("y = F.max_pool3d(x, 2)", (2, 9)),
+    ("k = torch.kthvalue(x, 2)", (2, 9)),
+    ("q, r = torch.linalg.qr(a)", (2, 12)),
+    ("x = torch.linalg.lu_solve(lu, piv, b)", (2, 10)),
+    ("o = torch.optim.AdamW(params, fused=True)", (2, 5)),
+    ("r = torch.roll(x, 1)", (2, 1)),
+    ("u = F.fold(x, (4, 4), 2)", (2, 8)),
+]
+
+
+@pytest.mark.parametrize("floor", ["2.1", "2.5", "2.8", "2.13"])
+@pytest.mark.parametrize("line,since", GATED)
+def test_version_gated_ops(line, since, floor):
+    major, minor = map(int, floor.split("."))
+    expected = ["MPS501"] if (major, minor) < since else []
+    assert found(line, floor) == expected
+
+
+def test_message_names_the_fixing_version():
+    [diag] = check(HEADER + "y = F.interpolate(x, scale_factor=2, mode='bicubic')\n", ["MPS501"],
+                   torch_version="2.5")
+    assert "torch 2.5" in diag.message and "torch 2.6 adds the MPS kernel" in diag.message
+    assert "aten::upsample_bicubic2d.out" in diag.message
+    [diag] = check(HEADER + "d = torch.pdist(x)\n", ["MPS501"])
+    assert "no torch release up to 2.13 has one" in diag.message
+
+
+def test_no_floor_uses_latest_table():
+    assert found("y = F.interpolate(x, scale_factor=2, mode='bicubic')") == []
+    assert found("m = torch.isin(a, b)") == []
+
+
+# --------------------------------------------------------------------- MPS503
+
+
+@pytest.mark.parametrize("line", [
+    "z = torch.zeros(3, dtype=torch.complex128, device='mps')",
+    "z = torch.randn(3, dtype=torch.cdouble, device=device)",
+    "z = x.to(device, torch.complex128)",
+    "c = a.long() @ b.long()",
+    "c = torch.matmul(a.int(), b)",
+    "c = torch.mm(a.to(torch.int64), b)",
+])
+def test_dtype_findings(line):
+    assert found(line) == ["MPS503"]
+
+
+# --------------------------------------------------------------------- MPS504
+
+FEATURES = [
+    ("scaler = torch.amp.GradScaler('mps')", (2, 8)),
+    ("scaler = torch.amp.GradScaler(device='mps')", (2, 8)),
+    ("ctx = torch.autocast('mps')", (2, 5)),
+    ("ctx = torch.autocast(device_type='mps', dtype=torch.float16)", (2, 5)),
+    ("ctx = torch.autocast('mps', dtype=torch.bfloat16)", (2, 6)),
+    ("model = torch.compile(model)\ndev = torch.device('mps')", (2, 8)),
+]
+
+
+@pytest.mark.parametrize("floor", ["2.1", "2.5", "2.8", "2.13"])
+@pytest.mark.parametrize("line,since", FEATURES)
+def test_feature_gates_at_floors(line, since, floor):
+    major, minor = map(int, floor.split("."))
+    expected = ["MPS504"] if (major, minor) < since else []
+    assert found(line, floor, select=["MPS504"]) == expected
+
+
+@pytest.mark.parametrize("line", [
+    "scaler = torch.amp.GradScaler('cuda')",
+    "ctx = torch.autocast('cpu', dtype=torch.bfloat16)",
+    "model = torch.compile(model)",  # the file never targets mps
+    "model = torch.compile(model, backend='aot_eager')\ndev = torch.device('mps')",
+])
+def test_feature_gate_traps(line):
+    assert found(line, "2.1", select=["MPS504"]) == []
+
+
+def test_feature_gates_silent_without_floor():
+    assert found("scaler = torch.amp.GradScaler('mps')", select=["MPS504"]) == []
+
+
+def test_compile_decorator():
+    src = "@torch.compile\ndef f(x):\n    return x\ndev = torch.device('mps')"
+    assert found(src, "2.6", select=["MPS504"]) == ["MPS504"]
