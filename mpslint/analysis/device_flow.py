@@ -156,17 +156,21 @@ class DeviceFlow:
             return any(self._binding_requires_grad(b, depth) for b in binding)
         if isinstance(expr, cst.Call):
             func = expr.func
-            if isinstance(func, cst.Attribute):
+            qualified = self._qualified(func)
+            if isinstance(func, cst.Attribute) and qualified is None:
                 method = func.attr.value
-                if method in ("detach", "item", "tolist", "numpy", "detach_"):
+                if method in ("detach", "detach_", "item", "tolist", "numpy"):
                     return False
-                if self._qualified(func) is None:
-                    return self.may_require_grad(func.value, depth + 1) or (
-                        self.is_placed(func.value) and method in ("forward", "generate")
+                if method in ("forward", "generate") and self.is_placed(func.value):
+                    return True
+                if self.kind(func.value) in (Kind.DEVICE, Kind.HOST_TENSOR):
+                    return self.may_require_grad(func.value, depth + 1) or any(
+                        self.may_require_grad(a.value, depth + 1) for a in expr.args
                     )
-            if self.is_placed(func):
-                return True
-            return any(self.may_require_grad(a.value, depth + 1) for a in expr.args)
+                return self.kind(expr) is Kind.DEVICE  # self.encoder(x): a module's output
+            if qualified is not None and qualified.startswith("torch."):
+                return any(self.may_require_grad(a.value, depth + 1) for a in expr.args)
+            return self.kind(expr) is Kind.DEVICE  # model(x)
         if isinstance(expr, cst.Attribute):
             if expr.attr.value in ("data", "grad") or expr.attr.value in META_ATTRS:
                 return False
