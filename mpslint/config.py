@@ -215,12 +215,15 @@ class ProjectConfig:
 
     def __post_init__(self) -> None:
         self._by_codes: Dict[FrozenSet[str], Settings] = {}
+        self._root_prefix = os.path.join(os.path.abspath(self.root), "")
 
     def relative(self, path: Path) -> str:
-        try:
-            return Path(os.path.abspath(path)).relative_to(self.root).as_posix()
-        except ValueError:
-            return Path(os.path.abspath(path)).as_posix()
+        """``path`` relative to the root, with ``/``; absolute when outside the root."""
+        absolute = os.path.abspath(path)
+        root = self._root_prefix
+        if absolute.startswith(root):
+            absolute = absolute[len(root):]
+        return absolute.replace(os.sep, "/") if os.sep != "/" else absolute
 
     def settings_for(self, path: Path) -> Settings:
         """The settings for one file: per-file-ignores applied (Settings objects are shared)."""
@@ -245,10 +248,42 @@ class ProjectConfig:
     def is_excluded(self, path: Path, *, check_parents: bool = False) -> bool:
         """Whether ``path`` (or, with ``check_parents``, a directory above it up to the root) is excluded."""
         relative = self.relative(path)
+        if not check_parents:
+            return self._excluder()(relative)
         parts = relative.split("/")
-        candidates = ["/".join(parts[: i + 1]) for i in range(len(parts))] if check_parents else [relative]
-        patterns = self.exclude_patterns()
-        return any(_glob_match(p, c) for c in candidates for p in patterns)
+        excluded = self._excluder()
+        return any(excluded("/".join(parts[: i + 1])) for i in range(len(parts)))
+
+    def _excluder(self):
+        """One matcher for all patterns; discovery calls it for every entry of every directory."""
+        matcher = getattr(self, "_exclude_matcher", None)
+        if matcher is None:
+            names = set()
+            name_regexes = []
+            path_regexes = []
+            for raw in self.exclude_patterns():
+                pattern = raw.rstrip("/")
+                if pattern.startswith("./"):
+                    pattern = pattern[2:]
+                if "/" in pattern:
+                    path_regexes.append(_glob_regex(pattern).pattern)
+                elif any(ch in pattern for ch in "*?["):
+                    name_regexes.append(_glob_regex(pattern).pattern)
+                else:
+                    names.add(pattern)
+            name_re = re.compile("|".join(f"(?:{r})" for r in name_regexes)) if name_regexes else None
+            path_re = re.compile("|".join(f"(?:{r})" for r in path_regexes)) if path_regexes else None
+
+            def matcher(relative: str) -> bool:
+                name = relative.rsplit("/", 1)[-1]
+                if name in names:
+                    return True
+                if name_re is not None and name_re.fullmatch(name):
+                    return True
+                return path_re is not None and path_re.fullmatch(relative) is not None
+
+            self._exclude_matcher = matcher
+        return matcher
 
 
 def _string_list(value: Any, key: str, source: str) -> Tuple[str, ...]:
