@@ -163,7 +163,7 @@ class DeviceFlow:
                     return False
                 if method in ("forward", "generate") and self.is_placed(func.value):
                     return True
-                if self.kind(func.value) in (Kind.DEVICE, Kind.HOST_TENSOR):
+                if method in ("to", "cuda") or self.kind(func.value) in (Kind.DEVICE, Kind.HOST_TENSOR):
                     return self.may_require_grad(func.value, depth + 1) or any(
                         self.may_require_grad(a.value, depth + 1) for a in expr.args
                     )
@@ -386,11 +386,26 @@ class DeviceFlow:
                 if scope is self.tree.scope_of(use):
                     before = [b for b in found if b.end < start]
                     if before:
-                        return [max(before, key=lambda b: b.end)]
+                        latest = max(before, key=lambda b: b.end)
+                        return [latest] + self._carried(found, latest, use, scope)
                 return list(found)
             if scope is self.tree.module:
                 return []
             scope = self.tree.scope_of(scope)
+
+    def _carried(self, found: List[Binding], latest: Binding, use: cst.CSTNode, scope: Scope) -> List[Binding]:
+        """Assignments later in a loop around ``use`` reach it on the next iteration."""
+        start = self.tree.start.get(use, 0)
+        carried: List[Binding] = []
+        for parent in self.tree.ancestors(use):
+            if parent is scope:
+                break
+            if isinstance(parent, (cst.For, cst.While)):
+                first, last = self.tree.start[parent], self.tree.end[parent]
+                if first <= latest.end <= last:
+                    break  # the loop rebinds the name before the use on every iteration
+                carried += [b for b in found if b.end > start and b.end <= last]
+        return carried
 
     def kind_of_binding(self, binding: Binding, name: str) -> Kind:
         if binding.how == "param":

@@ -1,0 +1,230 @@
+"""DeviceFlow: what each name holds at a given use, for the rules that ask."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from mpslint.analysis.device_flow import DeviceFlow, Kind
+from mpslint.checks.base import Context
+from mpslint.config import Settings
+
+
+def flow_of(source: str):
+    source = textwrap.dedent(source)
+    module = cst.parse_module(source)
+    ctx = Context(module, source, "example.py", Settings())
+    return ctx.analysis(DeviceFlow), module
+
+
+def kind_at(source: str, marker: str) -> Kind:
+    """The kind of the expression on the line ending in ``# <- marker`` (the right side of ``probe = ...``)."""
+    flow, module = flow_of(source)
+    for node in flow.tree.start:
+        if isinstance(node, cst.SimpleStatementLine) and node.trailing_whitespace.comment is not None:
+            if node.trailing_whitespace.comment.value == f"# <- {marker}":
+                statement = node.body[0]
+                return flow.kind(statement.value)
+    raise AssertionError(f"no line marked {marker}")
+
+
+SCRIPT = """
+import numpy as np
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = Net().to(device)
+
+def step(batch, criterion):
+    x = batch["x"]
+    probe = x  # <- raw
+    x = x.to(device)
+    probe = x  # <- moved
+    out = model(x)
+    probe = out.logits  # <- output
+    probe = out.logits.argmax(-1).detach()  # <- detached
+    probe = out.shape  # <- shape
+    probe = out.cpu()  # <- cpu
+    probe = out.to("cpu")  # <- to-cpu
+    probe = out.item()  # <- item
+    probe = torch.from_numpy(np.zeros(3))  # <- from-numpy
+    probe = torch.zeros(3)  # <- factory
+    probe = torch.zeros(3, device=device)  # <- factory-device
+    probe = torch.zeros(3, device="cpu")  # <- factory-cpu
+    probe = torch.zeros_like(out)  # <- like
+    probe = out + torch.ones(3)  # <- mixed
+    probe = out is None  # <- identity
+    probe = 2 * 3.0  # <- number
+    probe = {k: v.to(device) for k, v in batch.items()}  # <- dict-comp
+    probe = out.to(torch.float16)  # <- dtype-only
+    probe = torch.cat([out, out])  # <- torch-fn
+    probe = criterion(out, x)  # <- criterion
+    probe = device  # <- handle
+    probe = np.mean([1, 2])  # <- numpy
+"""
+
+
+@pytest.mark.parametrize(
+    "marker,expected",
+    [
+        ("raw", Kind.UNKNOWN),
+        ("moved", Kind.DEVICE),
+        ("output", Kind.DEVICE),
+        ("detached", Kind.DEVICE),
+        ("shape", Kind.HOST),
+        ("cpu", Kind.HOST_TENSOR),
+        ("to-cpu", Kind.HOST_TENSOR),
+        ("item", Kind.HOST),
+        ("from-numpy", Kind.HOST_TENSOR),
+        ("factory", Kind.HOST_TENSOR),
+        ("factory-device", Kind.DEVICE),
+        ("factory-cpu", Kind.HOST_TENSOR),
+        ("like", Kind.DEVICE),
+        ("mixed", Kind.DEVICE),
+        ("identity", Kind.HOST),
+        ("number", Kind.HOST),
+        ("dict-comp", Kind.DEVICE),
+        ("dtype-only", Kind.DEVICE),
+        ("torch-fn", Kind.DEVICE),
+        ("criterion", Kind.DEVICE),
+        ("handle", Kind.ACCEL),
+        ("numpy", Kind.HOST),
+    ],
+)
+def test_kinds_in_a_training_step(marker, expected):
+    assert kind_at(SCRIPT, marker) is expected
+
+
+def test_placed_modules_by_statement_assignment_and_prepare():
+    flow, _ = flow_of(
+        """
+        import torch
+        netD.to(device)
+        model = torchvision.models.resnet18().to(device)
+        self.encoder = Encoder().cuda()
+        x = torch.randn(3).to(device)
+        model2, optimizer, train_loader = accelerator.prepare(model2, optimizer, train_loader)
+        cpu_model.to("cpu")
+        """
+    )
+    assert flow.placed == {"netD", "model", "self.encoder", "model2"}
+    assert "train_loader" in flow.prepared
+
+
+def test_latest_assignment_before_the_use_wins():
+    source = """
+    import torch
+    def f(t, device):
+        acc = t.to(device)
+        acc = acc.cpu()
+        probe = acc  # <- after-cpu
+    """
+    assert kind_at(source, "after-cpu") is Kind.HOST_TENSOR
+
+
+def test_loop_carried_name_joins_all_assignments():
+    source = """
+    import torch
+    def f(loader, device):
+        total = 0
+        for x in loader:
+            probe = total  # <- carried
+            total = total + x.to(device).sum()
+    """
+    assert kind_at(source, "carried") is Kind.DEVICE
+
+
+def test_backward_marks_the_loss_and_the_outputs_it_came_from():
+    source = """
+    def step(model, batch):
+        outputs = model(**batch)
+        loss = outputs.loss
+        accelerator.backward(loss)
+        probe = outputs.logits  # <- outputs
+        probe = loss  # <- loss
+    """
+    assert kind_at(source, "outputs") is Kind.DEVICE
+    assert kind_at(source, "loss") is Kind.DEVICE
+
+
+def test_receiver_of_accelerator_backward_is_not_a_tensor():
+    source = """
+    def step(model, batch):
+        loss = model(**batch).loss
+        accelerator.backward(loss)
+        probe = accelerator.is_main_process  # <- flag
+    """
+    assert kind_at(source, "flag") is Kind.UNKNOWN
+
+
+def test_helper_that_takes_the_device_places_its_argument():
+    source = """
+    def step(batch, device):
+        batch = to_device(batch, device)
+        probe = batch  # <- helper
+    """
+    assert kind_at(source, "helper") is Kind.DEVICE
+
+
+def test_parameters_take_what_the_callers_in_the_file_pass():
+    source = """
+    import torch
+    def accuracy(output, target):
+        probe = output  # <- param
+    def train(model, x, device):
+        out = model(x.to(device))
+        accuracy(out, x)
+    """
+    assert kind_at(source, "param") is Kind.DEVICE
+
+
+def test_string_devices():
+    source = """
+    device = "cuda" if ok else "cpu"
+    probe = device  # <- either
+    probe = "cpu"  # <- cpu
+    probe = "hello"  # <- text
+    """
+    assert kind_at(source, "either") is Kind.ACCEL
+    assert kind_at(source, "cpu") is Kind.CPU
+    assert kind_at(source, "text") is Kind.HOST
+
+
+def test_may_require_grad_respects_detach_and_no_grad():
+    flow, module = flow_of(
+        """
+        import torch
+        model = Net().to(device)
+        def f(x):
+            a = model(x)
+            b = a.detach()
+            with torch.no_grad():
+                c = model(x)
+                c
+            a
+            b
+        """
+    )
+    uses = {}
+    for node in flow.tree.start:
+        if isinstance(node, cst.Expr) and isinstance(node.value, cst.Name):
+            uses[node.value.value] = node.value
+    assert flow.may_require_grad(uses["a"])
+    assert not flow.may_require_grad(uses["b"])
+    assert not flow.may_require_grad(uses["c"])
+
+
+def test_device_variable_for_fixes():
+    flow, module = flow_of(
+        """
+        import torch
+        device = pick_device()
+        def f(x):
+            noise = torch.randn(3)
+            return x.to(device)
+        """
+    )
+    call = next(n for n in flow.tree.start if isinstance(n, cst.Call) and module.code_for_node(n) == "torch.randn(3)")
+    assert flow.device_variable(call) == "device"

@@ -1,0 +1,185 @@
+"""MPS201-MPS204: per-step host syncs are found; syncs that run once or every N steps are not."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import check, rows
+
+PRELUDE = """\
+import numpy as np
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = Net().to(device)
+
+
+def train(loader, optimizer, args):
+    total = torch.zeros((), device=device)
+    for step, (x, y) in enumerate(loader):
+        x, y = x.to(device), y.to(device)
+        out = model(x)
+        loss = torch.nn.functional.cross_entropy(out, y)
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def in_loop(*lines: str) -> str:
+    """PRELUDE with ``lines`` in the training loop body; the first added line is row 16."""
+    return PRELUDE + "".join(f"        {line}\n" for line in lines)
+
+
+def after_loop(*lines: str) -> str:
+    return PRELUDE + "".join(f"    {line}\n" for line in lines)
+
+
+FIRST = 16
+
+
+@pytest.mark.parametrize(
+    "code,line",
+    [
+        ("MPS201", "total_loss = loss.item()"),
+        ("MPS201", "values = out.argmax(-1).tolist()"),
+        ("MPS201", "value = float(loss)"),
+        ("MPS201", "n = int((out.argmax(-1) == y).sum())"),
+        ("MPS201", "correct = (out.argmax(1) == y).sum().item()"),
+        ("MPS202", "preds = out.argmax(-1).cpu()"),
+        ("MPS202", "arr = out.detach().numpy()"),
+        ("MPS202", "host = out.to('cpu')"),
+        ("MPS202", "host = out.to(torch.device('cpu'))"),
+        ("MPS202", "arr = np.asarray(out.detach())"),
+        ("MPS203", "torch.cuda.synchronize()"),
+        ("MPS203", "torch.mps.synchronize()"),
+        ("MPS203", "torch.accelerator.synchronize()"),
+        ("MPS203", "torch.cuda.current_stream().synchronize()"),
+        ("MPS204", "if torch.isnan(loss): break"),
+        ("MPS204", "assert torch.isfinite(loss)"),
+        ("MPS204", "best = loss if loss < best else best"),
+        ("MPS204", "print(loss)"),
+        ("MPS204", "print(f'loss={loss:.3f}')"),
+        ("MPS204", "msg = 'loss %.3f' % loss"),
+        ("MPS204", "msg = 'loss {}'.format(loss)"),
+        ("MPS204", "idx = out.nonzero()"),
+        ("MPS204", "idx = torch.nonzero(y)"),
+        ("MPS204", "picked = out[out > 0]"),
+        ("MPS204", "vals = torch.unique(y)"),
+    ],
+)
+def test_per_step_syncs_are_reported(code, line):
+    assert rows(in_loop(line), code) == [FIRST]
+
+
+@pytest.mark.parametrize("code", ["MPS201", "MPS202", "MPS203", "MPS204"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "total_loss = loss.item()",
+        "preds = out.argmax(-1).cpu().numpy()",
+        "torch.cuda.synchronize()",
+        "print(f'loss={loss:.3f}')",
+    ],
+)
+def test_after_the_loop_is_silent(code, line):
+    assert rows(after_loop(line), code) == []
+
+
+@pytest.mark.parametrize("code", ["MPS201", "MPS202", "MPS203", "MPS204"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "x0 = loss.item()",
+        "x0 = out.cpu()",
+        "torch.mps.synchronize()",
+        "print(loss)",
+    ],
+)
+def test_interval_guarded_is_silent_unless_asked(code, line):
+    for guard in ("step % args.log_interval == 0", "(step + 1) % 10 == 0", "step % 10 == 0 or step == 0"):
+        source = in_loop(f"if {guard}:", f"    {line}")
+        assert rows(source, code) == []
+    reported = rows(in_loop("if step % 10 == 0:", f"    {line}"), code, report_interval_guarded=True)
+    expected = {"MPS201": "item", "MPS202": "cpu", "MPS203": "synchronize", "MPS204": "print"}[code]
+    assert reported == ([FIRST + 1] if expected in line else [])
+
+
+@pytest.mark.parametrize(
+    "line,expected",
+    [
+        ("n = x.size(0) + int(args.batch_size)", []),  # metadata and Python numbers
+        ("if out.shape[0] > 1: pass", []),
+        ("if out is None: pass", []),
+        ("print(out.shape, step)", []),
+        ("print(f'step {step} of {len(loader)}')", []),
+        ("a = np.zeros(3).tolist()", []),  # numpy, not a tensor
+        ("a = torch.zeros(3).tolist()", []),  # made on the host
+        ("a = torch.from_numpy(np.ones(2)).numpy()", []),
+        ("b = y.cpu()\nprint(b.numpy())", ["MPS202"]),  # only the .cpu() is a sync
+        ("x_cpu = x.cpu().item()", ["MPS202"]),
+        ("total += loss.detach()", []),  # accumulating on the device is the advice
+        ("if args.debug: pass", []),
+        ("assert isinstance(out, torch.Tensor)", []),
+    ],
+)
+def test_host_values_are_silent(line, expected):
+    found = [d.code for d in check(in_loop(*line.split("\n"))) if d.code.startswith("MPS2")]
+    assert found == expected
+
+
+def test_unplaced_values_from_the_loader_are_not_reported():
+    source = """\
+import torch
+
+def stats(loader):
+    mean = torch.zeros(3)
+    for images, labels in loader:
+        mean += images.mean(dim=(0, 2, 3))
+        print(labels.sum().item(), labels.tolist())
+    return mean
+"""
+    assert [d.code for d in check(source) if d.code.startswith("MPS2")] == []
+
+
+def test_helper_called_every_step_is_reported_where_it_syncs():
+    source = """\
+import torch
+
+def accuracy(logits, labels):
+    return (logits.argmax(-1) == labels).float().mean().item()
+
+def train(model, loader, optimizer, device):
+    for inputs, labels in loader:
+        inputs, labels = inputs.to(device), labels.to(device)
+        logits = model(inputs)
+        loss = torch.nn.functional.cross_entropy(logits, labels)
+        loss.backward()
+        optimizer.step()
+        acc = accuracy(logits, labels)
+"""
+    assert rows(source, "MPS201") == [4]
+
+
+def test_accelerate_style_loop():
+    source = """\
+def train(accelerator, model, optimizer, train_dataloader):
+    model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)
+    for step, batch in enumerate(train_dataloader):
+        outputs = model(**batch)
+        loss = outputs.loss
+        accelerator.backward(loss)
+        optimizer.step()
+        logs = {"loss": loss.item()}
+        if accelerator.is_main_process:
+            print(logs)
+"""
+    assert rows(source, "MPS201") == [8]
+    assert rows(source, "MPS204") == []
+
+
+def test_message_says_what_stalls_and_what_to_do():
+    (diagnostic,) = check(in_loop("total_loss += loss.item()"), ["MPS201"])
+    assert diagnostic.message == (
+        "`loss.item()` in the training loop waits for the device every step; "
+        "accumulate on the device and read it every N steps"
+    )

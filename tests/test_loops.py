@@ -1,0 +1,235 @@
+"""HotLoops: which loops run a step, which code runs every step, which branches every N steps."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import replace
+
+import libcst as cst
+import pytest
+
+from mpslint.analysis.loops import HotLoops
+from mpslint.checks.base import Context
+from mpslint.config import Settings
+
+
+def analyse(source: str, **options):
+    source = textwrap.dedent(source)
+    module = cst.parse_module(source)
+    ctx = Context(module, source, "example.py", replace(Settings(), **options))
+    return ctx.analysis(HotLoops), module
+
+
+def probes(source: str, **options):
+    """For each ``probe(...)`` call, keyed by its first argument: its StepPosition (or None)."""
+    loops, module = analyse(source, **options)
+    found = {}
+    for node in loops.tree.start:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "probe":
+            found[node.args[0].value.evaluated_value] = loops.position(node)
+    return found, loops
+
+
+def test_epoch_loop_is_not_hot_only_the_batch_loop():
+    found, loops = probes(
+        """
+        for epoch in range(3):
+            probe("epoch")
+            for x, y in train_loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                probe("step")
+            probe("after")
+        """
+    )
+    assert found["epoch"] is None
+    assert found["after"] is None
+    assert found["step"] is not None and found["step"].loop.kind == "training loop"
+    assert len(loops.hot) == 1
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "for batch in loader:",
+        "for i, batch in enumerate(train_dataloader):",
+        "for batch in tqdm(val_loader, desc='eval'):",
+        "for (a, b) in zip(loader_a, loader_b):",
+        "for batch in DataLoader(ds, batch_size=4):",
+        "for step, batch in enumerate(tqdm(self.train_dl)):",
+    ],
+)
+def test_loops_over_loaders_are_hot(header):
+    found, _ = probes(f"{header}\n    probe('body')\n")
+    assert found["body"] is not None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "loss.backward()",
+        "optimizer.step()",
+        "self.optimizer.step()",
+        "opt_d.step()",
+        "scaler.step(optimizer)",
+        "accelerator.backward(loss)",
+    ],
+)
+def test_step_calls_make_a_while_or_range_loop_hot(body):
+    found, _ = probes(f"while step < max_steps:\n    batch = next(it)\n    {body}\n    probe('body')\n")
+    assert found["body"] is not None
+
+
+def test_plain_loops_are_not_hot():
+    found, loops = probes(
+        """
+        for name, param in model.named_parameters():
+            probe("params")
+        for i in range(10):
+            scheduler.step()
+            probe("sched")
+        """
+    )
+    assert found == {"params": None, "sched": None}
+    assert not loops.hot
+
+
+def test_forward_of_a_placed_model_makes_a_loop_hot():
+    found, _ = probes(
+        """
+        model = Net().to(device)
+        for sample in samples:
+            model(sample)
+            probe("infer")
+        """
+    )
+    assert found["infer"].loop.kind == "evaluation loop"
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "step % 10 == 0",
+        "(step + 1) % args.gradient_accumulation_steps == 0",
+        "i % args.log_interval == 0 or last",
+        "global_step % args.logging_steps == 0 and global_step > 0",
+        "not step % 100",
+        "step == 0",
+        "i == len(loader) - 1",
+        "should_log",
+    ],
+)
+def test_interval_guarded_branches(test):
+    source = f"""
+    for step, batch in enumerate(loader):
+        should_log = step % 50 == 0
+        last = step == len(loader) - 1
+        if {test}:
+            probe("guarded")
+        else:
+            probe("else")
+    """
+    found, _ = probes(source)
+    assert found["guarded"].guarded
+    assert not found["else"].guarded
+
+
+@pytest.mark.parametrize("test", ["step % 10 != 0", "loss > 5", "verbose", "step % 10 == 0 or check()"])
+def test_branches_that_run_most_steps_are_not_guarded(test):
+    found, _ = probes(f"for step, batch in enumerate(loader):\n    if {test}:\n        probe('b')\n")
+    assert not found["b"].guarded
+
+
+def test_per_step_honours_the_setting():
+    source = "for step, batch in enumerate(loader):\n    if step % 10 == 0:\n        x = 1\n"
+    for flag, expected in ((False, None), (True, "loop over batches")):
+        loops, module = analyse(source, report_interval_guarded=flag)
+        assign = next(n for n in loops.tree.start if isinstance(n, cst.Assign))
+        got = loops.per_step(assign)
+        assert (got.kind if got else None) == expected
+
+
+def test_functions_called_every_step_run_every_step():
+    found, _ = probes(
+        """
+        def log_metrics(out):
+            probe("helper")
+
+        def train_step(batch):
+            loss = model(batch).sum()
+            loss.backward()
+            log_metrics(loss)
+
+        def rarely():
+            probe("rare")
+
+        def main():
+            for epoch in range(2):
+                for step, batch in enumerate(loader):
+                    train_step(batch)
+                    if step % 100 == 0:
+                        rarely()
+        """
+    )
+    assert found["helper"] is not None and not found["helper"].guarded
+    assert found["rare"].guarded
+
+
+def test_a_function_that_runs_a_step_makes_the_calling_loop_hot():
+    found, loops = probes(
+        """
+        def train_step(batch):
+            loss = compute(batch)
+            loss.backward()
+            optimizer.step()
+
+        def main():
+            for epoch in range(2):
+                probe("epoch")
+            while True:
+                batch = next(it)
+                train_step(batch)
+                probe("step")
+        """
+    )
+    assert found["epoch"] is None
+    assert found["step"].loop.kind == "training loop"
+
+
+def test_except_handlers_and_loop_else_do_not_run_every_step():
+    found, _ = probes(
+        """
+        for batch in loader:
+            try:
+                run(batch)
+            except RuntimeError:
+                probe("except")
+        else:
+            probe("else")
+        """
+    )
+    assert found == {"except": None, "else": None}
+
+
+def test_nested_plain_loop_inside_a_hot_loop_runs_every_step():
+    found, _ = probes(
+        """
+        for batch in loader:
+            for key, value in metrics.items():
+                probe("inner")
+        """
+    )
+    assert found["inner"] is not None
+
+
+def test_lambdas_and_classes_stop_the_search():
+    found, _ = probes(
+        """
+        for batch in loader:
+            callback = lambda: probe("lambda")
+            class Local:
+                probe("class")
+        """
+    )
+    assert found == {"lambda": None, "class": None}

@@ -1,0 +1,235 @@
+"""MPS301-MPS304: host/device boundary mistakes, their traps, and their fixes."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from helpers import check, fix, rows
+
+HEAD = """\
+import numpy as np
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = Net().to(device)
+"""
+
+
+def body(*lines: str) -> str:
+    """HEAD plus a function whose first line (row 8) is ``lines[0]``."""
+    return HEAD + "\n\ndef f(x, batch, a):\n" + "".join(f"    {line}\n" for line in lines)
+
+
+ROW = 9
+
+
+# -- MPS301 -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line,fixed",
+    [
+        ("return model(x).numpy()", "return model(x).detach().cpu().numpy()"),
+        ("return x.to(device).numpy()", "return x.to(device).cpu().numpy()"),
+        ("return model(x).detach().numpy()", "return model(x).detach().cpu().numpy()"),
+        ("return torch.zeros(3, device=device).numpy()", "return torch.zeros(3, device=device).cpu().numpy()"),
+    ],
+)
+def test_numpy_on_device_tensor_is_fixed_with_cpu(line, fixed):
+    assert rows(body(line), "MPS301") == [ROW]
+    assert fix(body(line), ["MPS301"]).text == body(fixed)
+
+
+def test_numpy_under_no_grad_needs_no_detach():
+    source = body("with torch.no_grad():", "    return model(x).numpy()")
+    assert fix(source, ["MPS301"]).text == body("with torch.no_grad():", "    return model(x).cpu().numpy()")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "return x.numpy()",  # unknown placement: not reported
+        "return x.cpu().numpy()",
+        "return torch.from_numpy(a).numpy()",
+        "return torch.zeros(3).numpy()",
+        "return np.ones(3).view(np.float32)",
+        "return model(x).cpu().detach().numpy()",
+        "return x.to(device).numpy(force=True)",
+        "return x.to('cpu').numpy()",
+    ],
+)
+def test_numpy_traps(line):
+    assert rows(body(line), "MPS301") == []
+
+
+# -- MPS302 -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines,fixed",
+    [
+        (["y = x.to(device)", "return y + torch.randn(y.shape)"], "return y + torch.randn(y.shape, device=y.device)"),
+        (["y = x.to(device)", "return y * torch.ones(4, 4)"], "return y * torch.ones(4, 4, device=y.device)"),
+        (["noise = torch.randn(4, 8)", "return model(noise)"], None),
+    ],
+)
+def test_host_tensor_meets_the_device(lines, fixed):
+    source = body(*lines)
+    assert rows(source, "MPS302") == [ROW + len(lines) - 1]
+    result = fix(source, ["MPS302"]).text
+    if fixed is not None:
+        assert result == body(*lines[:-1], fixed)
+    else:
+        assert "torch.randn(4, 8, device=device)" in result
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["y = x.to(device)", "return y + torch.zeros_like(y)"],
+        ["y = x.to(device)", "return y + torch.randn(y.shape, device=y.device)"],
+        ["y = x.to(device)", "return y * torch.tensor(0.5)"],  # a 0-dim scalar mixes fine
+        ["y = x.to(device)", "return y + torch.ones(1)"],
+        ["return x + torch.randn(3)"],  # x: placement unknown
+        ["noise = torch.randn(4, 8).to(device)", "return model(noise)"],
+        ["noise = torch.randn(4, 8, device=device)", "return model(noise)"],
+        ["h = torch.zeros(3)", "return h + torch.ones(3)"],  # both on the host
+    ],
+)
+def test_host_tensor_traps(lines):
+    assert rows(body(*lines), "MPS302") == []
+
+
+LOADER_SCRIPT = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = torch.nn.Linear(4, 1).to(device)
+loader = DataLoader(TensorDataset(torch.randn(8, 4), torch.randn(8, 1)), batch_size=2{extra})
+for inputs, targets in loader:
+{body}
+    loss = (model(inputs) - targets).pow(2).mean()
+    loss.backward()
+"""
+
+
+def test_batch_never_moved_is_reported():
+    source = LOADER_SCRIPT.format(extra="", body="    pass")
+    assert rows(source, "MPS302") == [9]
+
+
+@pytest.mark.parametrize(
+    "extra,body",
+    [
+        ("", "    inputs = inputs.to(device)"),
+        ("", "    inputs, targets = to_device((inputs, targets), device)"),
+        (", collate_fn=place_batch", "    pass"),
+    ],
+)
+def test_batch_moved_somewhere_is_not_reported(extra, body):
+    assert rows(LOADER_SCRIPT.format(extra=extra, body=body), "MPS302") == []
+
+
+def test_prepared_loader_is_not_reported():
+    source = """\
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for inputs, targets in loader:
+    loss = model(inputs).sum()
+    loss.backward()
+"""
+    assert rows(source, "MPS302") == []
+
+
+# -- MPS303 -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line,fixed",
+    [
+        ("return torch.from_numpy(a).to(device)", "return torch.from_numpy(a).float().to(device)"),
+        ("return torch.from_numpy(np.load('f.npy')).to(device)", "return torch.from_numpy(np.load('f.npy')).float().to(device)"),
+        ("return torch.zeros(3, dtype=torch.float64, device=device)", "return torch.zeros(3, dtype=torch.float32, device=device)"),
+        ("return torch.ones(3, dtype=torch.double, device='cuda')", "return torch.ones(3, dtype=torch.float32, device='cuda')"),
+        ("return x.to(device).double()", "return x.to(device).float()"),
+        ("return x.to(device, torch.float64)", "return x.to(device, torch.float32)"),
+        ("return x.to(device).to(dtype=torch.float64)", "return x.to(device).to(dtype=torch.float32)"),
+    ],
+)
+def test_float64_to_device(line, fixed):
+    assert rows(body(line), "MPS303") == [ROW]
+    assert fix(body(line), ["MPS303"]).text == body(line) # unsafe: not applied by default
+    assert fix(body(line), ["MPS303"], unsafe=True).text == body(fixed)
+
+
+def test_from_numpy_through_a_name():
+    source = body("t = torch.from_numpy(np.random.rand(3, 4))", "return t.to(device)")
+    assert rows(source, "MPS303") == [ROW + 1]
+
+
+def test_set_default_dtype_in_a_device_script():
+    assert rows(body("torch.set_default_dtype(torch.float64)"), "MPS303") == [ROW]
+    cpu_only = "import torch\ntorch.set_default_dtype(torch.float64)\n"
+    assert rows(cpu_only, "MPS303") == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "return torch.from_numpy(a).float().to(device)",
+        "return torch.from_numpy(a).to(device, dtype=torch.float32)",
+        "return torch.from_numpy(a.astype(np.float32)).to(device)",
+        "return torch.from_numpy(labels).to(device)",
+        "return torch.from_numpy(input_ids).to(device)",
+        "return torch.from_numpy(a).to('cpu')",
+        "return torch.zeros(3, dtype=torch.float64)",
+        "return x.cpu().double()",
+        "return torch.zeros(3, dtype=torch.float64, device='cpu')",
+        "return x.double()",  # placement unknown
+    ],
+)
+def test_float64_traps(line):
+    assert rows(body(line), "MPS303") == []
+
+
+# -- MPS304 -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line,fixed",
+    [
+        ("return x.to(device).to('cpu', non_blocking=True)", "return x.to(device).to('cpu')"),
+        ("return model(x).to(device='cpu', non_blocking=True)", "return model(x).to(device='cpu')"),
+        ("return x.to(torch.device('cpu'), non_blocking=True)", "return x.to(torch.device('cpu'))"),
+    ],
+)
+def test_non_blocking_to_host(line, fixed):
+    assert rows(body(line), "MPS304") == [ROW]
+    assert fix(body(line), ["MPS304"]).text == body(fixed)
+
+
+def test_non_blocking_copy_into_host_buffer():
+    source = body("buf = torch.empty(3)", "buf.copy_(model(x), non_blocking=True)")
+    assert rows(source, "MPS304") == [ROW + 1]
+    assert fix(source, ["MPS304"]).text == body("buf = torch.empty(3)", "buf.copy_(model(x))")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "return x.to(device, non_blocking=True)",  # to the device
+        "return x.cuda(non_blocking=True)",
+        "return x.to('cpu', non_blocking=False)",
+        "return torch.zeros(3).to('cpu', non_blocking=True)",  # already on the host
+    ],
+)
+def test_non_blocking_traps(line):
+    assert rows(body(line), "MPS304") == []
+
+
+def test_multiline_call_keeps_parsing():
+    source = body("return x.to(", "    'cpu',", "    non_blocking=True,", ")")
+    result = fix(source, ["MPS304"])
+    assert result.error is None and "non_blocking" not in result.text
