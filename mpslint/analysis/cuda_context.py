@@ -1,0 +1,298 @@
+"""Where a CUDA idiom sits: under a CUDA guard, or inside a cuda→mps→cpu choice.
+
+The CUDA rules (MPS1xx) must stay silent on code that already handles other
+devices. Three shapes matter:
+
+- **CUDA guards**: an ``if``/conditional expression/``and`` whose test says
+  "we are on CUDA". Two kinds: *device* tests look at a device the program
+  chose (``device.type == "cuda"``, ``"cuda" in str(dev)``, ``x.is_cuda``);
+  *availability* tests look at the machine or at a user flag
+  (``torch.cuda.is_available()``, ``args.cuda``, ``use_gpu``). CUDA tuning
+  under either is silent; placement (``.cuda()``) is silent only under a device
+  test, because under ``if args.cuda:`` the model never reaches MPS.
+- **device choices that know MPS**: an ``if``/``elif`` chain or a chained
+  conditional expression that mentions ``mps`` anywhere, or sequential
+  ``if``s in one block where a sibling tests for MPS (the early-return
+  ``get_device()`` helper).
+- **device comparisons** (``device.type == "cuda"``) never place anything,
+  so they are never findings: rules only look at placement contexts.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from mpslint.analysis.names import dotted_name
+
+DEVICE = "device"  # a test on a chosen device
+AVAILABILITY = "availability"  # a test on the machine or a user flag
+
+_CUDA_LITERAL = re.compile(r"^cuda(:\d+)?$")
+_CUDA_WORD = re.compile(r"(^|_)(cuda|gpu|gpus|cuda_available)($|_)|^(on|use|has|with)_?(cuda|gpu)", re.IGNORECASE)
+
+
+def string_value(node: cst.CSTNode) -> Optional[str]:
+    """The value of a plain string literal (no f-strings, no concatenation)."""
+    if isinstance(node, cst.SimpleString):
+        try:
+            value = node.evaluated_value
+        except Exception:
+            return None
+        return value if isinstance(value, str) else None
+    return None
+
+
+def is_cuda_literal(node: cst.CSTNode) -> bool:
+    value = string_value(node)
+    return value is not None and bool(_CUDA_LITERAL.match(value))
+
+
+_MPS_TEXT = re.compile(r"mps", re.IGNORECASE)
+
+
+def mentions_mps(node: cst.CSTNode) -> bool:
+    """Whether an expression or statement refers to MPS at all."""
+    if not _MPS_TEXT.search(cst.Module(body=()).code_for_node(node)):
+        return False  # the common case, without a (costly) tree walk
+    finder = _MpsFinder()
+    node.visit(finder)
+    return finder.found
+
+
+class _MpsFinder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.found:
+            return False
+        if isinstance(node, cst.SimpleString):
+            value = string_value(node)
+            if value is not None and (value == "mps" or value.startswith("mps:")):
+                self.found = True
+        elif isinstance(node, cst.Name):
+            if re.search(r"(^|_)mps($|_)", node.value, re.IGNORECASE):
+                self.found = True
+        elif isinstance(node, cst.Attribute):
+            if re.search(r"(^|_)mps($|_)", node.attr.value, re.IGNORECASE):
+                self.found = True
+        return not self.found
+
+
+def _qualified(ctx, node: cst.CSTNode) -> Optional[str]:
+    return ctx.qualify(node) if ctx is not None else dotted_name(node)
+
+
+def _is_cuda_string_test(node: cst.CSTNode) -> bool:
+    return string_value(node) in ("cuda",) or (string_value(node) or "").startswith("cuda:")
+
+
+def test_kind(ctx, test: cst.BaseExpression) -> Optional[str]:
+    """DEVICE, AVAILABILITY or None for a condition that holds only on CUDA."""
+    if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.And):
+            kinds = [test_kind(ctx, test.left), test_kind(ctx, test.right)]
+            if DEVICE in kinds:
+                return DEVICE
+            if AVAILABILITY in kinds:
+                return AVAILABILITY
+        return None
+    if isinstance(test, cst.Comparison):
+        parts = [test.left] + [c.comparator for c in test.comparisons]
+        operators = [c.operator for c in test.comparisons]
+        if all(isinstance(op, (cst.Equal, cst.Is, cst.In)) for op in operators):
+            if any(_is_cuda_string_test(p) for p in parts):
+                return DEVICE
+        # torch.cuda.device_count() > 0 / >= 1
+        if isinstance(test.left, cst.Call) and _qualified(ctx, test.left.func) == "torch.cuda.device_count":
+            return AVAILABILITY
+        return None
+    if isinstance(test, cst.Call):
+        name = _qualified(ctx, test.func) or dotted_name(test.func) or ""
+        if name in ("torch.cuda.is_available", "torch.cuda.is_initialized"):
+            return AVAILABILITY
+        if name.endswith("is_torch_cuda_available") or name.endswith("is_cuda_available"):
+            return AVAILABILITY
+        # str(device).startswith("cuda")
+        if isinstance(test.func, cst.Attribute) and test.func.attr.value == "startswith":
+            if test.args and _is_cuda_string_test(test.args[0].value):
+                return DEVICE
+        return None
+    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
+        return DEVICE
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        word = test.value if isinstance(test, cst.Name) else test.attr.value
+        if _CUDA_WORD.search(word):
+            return AVAILABILITY
+    return None
+
+
+def _negated(test: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return test.expression
+    return None
+
+
+def guards(ctx, node: cst.CSTNode) -> Iterable[str]:
+    """The kinds of CUDA guards that hold wherever ``node`` runs."""
+    child = node
+    for parent in ctx.ancestors(node):
+        if isinstance(parent, cst.If):
+            if child is parent.body:
+                kind = test_kind(ctx, parent.test)
+                if kind:
+                    yield kind
+            elif child is parent.orelse:
+                inner = _negated(parent.test)
+                if inner is not None:
+                    kind = test_kind(ctx, inner)
+                    if kind:
+                        yield kind
+        elif isinstance(parent, cst.IfExp):
+            if child is parent.body:
+                kind = test_kind(ctx, parent.test)
+                if kind:
+                    yield kind
+        elif isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.And):
+            if child is parent.right:
+                kind = test_kind(ctx, parent.left)
+                if kind:
+                    yield kind
+        elif isinstance(parent, (cst.IndentedBlock, cst.Module)) and child in parent.body:
+            # `if not torch.cuda.is_available(): return` guards the rest of the block.
+            for stmt in parent.body:
+                if stmt is child:
+                    break
+                kind = _early_exit_guard(ctx, stmt)
+                if kind:
+                    yield kind
+        elif isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            if isinstance(parent, cst.FunctionDef):
+                yield from _decorator_guards(ctx, parent)
+        child = parent
+
+
+def _early_exit_guard(ctx, stmt: cst.CSTNode) -> Optional[str]:
+    if not isinstance(stmt, cst.If) or stmt.orelse is not None:
+        return None
+    inner = _negated(stmt.test)
+    if inner is None:
+        return None
+    body = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else [stmt.body]
+    last = body[-1] if body else None
+    small = last.body[-1] if isinstance(last, cst.SimpleStatementLine) and last.body else last
+    if isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
+        return test_kind(ctx, inner)
+    return None
+
+
+def _decorator_guards(ctx, func: cst.FunctionDef) -> Iterable[str]:
+    """``@unittest.skipUnless(torch.cuda.is_available(), ...)``, ``@require_torch_gpu``."""
+    for decorator in func.decorators:
+        expr = decorator.decorator
+        name = dotted_name(expr.func if isinstance(expr, cst.Call) else expr) or ""
+        last = name.rsplit(".", 1)[-1]
+        if re.search(r"require.*(cuda|gpu|accelerator)", last, re.IGNORECASE):
+            yield AVAILABILITY
+        elif isinstance(expr, cst.Call) and last in ("skipUnless", "skipif", "skipIf") and expr.args:
+            test = expr.args[0].value
+            kind = test_kind(ctx, test) if last == "skipUnless" else test_kind(ctx, _negated(test) or test)
+            if kind:
+                yield kind
+
+
+def in_cuda_method(ctx, node: cst.CSTNode) -> bool:
+    """Inside ``def cuda(self, ...)``: implementing ``.cuda()`` is not using it."""
+    for parent in ctx.ancestors(node):
+        if isinstance(parent, cst.FunctionDef):
+            return parent.name.value == "cuda"
+    return False
+
+
+def chain_top(ctx, node: cst.If) -> cst.If:
+    """The first ``if`` of an ``if``/``elif`` chain."""
+    top = node
+    while True:
+        parent = ctx.parent(top)
+        if isinstance(parent, cst.If) and parent.orelse is top:
+            top = parent
+        else:
+            return top
+
+
+class _ChainCache:
+    """Per file: whether an ``if`` chain mentions MPS (chains are asked about repeatedly)."""
+
+    def __init__(self, ctx) -> None:
+        self.chains = {}
+
+    def chain_mentions_mps(self, top: cst.If) -> bool:
+        found = self.chains.get(top)
+        if found is None:
+            found = self.chains[top] = _chain_mentions_mps(top)
+        return found
+
+
+def _chain_mentions_mps(top: cst.If) -> bool:
+    """The tests of an ``if``/``elif`` chain and the simple statements directly in its branches.
+
+    Nested blocks are not searched: a training loop under ``if cuda:`` that
+    happens to mention MPS somewhere deep inside is not a device choice.
+    """
+    branch: Optional[cst.CSTNode] = top
+    while branch is not None:
+        if isinstance(branch, cst.If):
+            if mentions_mps(branch.test):
+                return True
+            suites, branch = [branch.body], branch.orelse
+        else:  # Else
+            suites, branch = [branch.body], None
+        for suite in suites:
+            statements = suite.body if isinstance(suite, cst.IndentedBlock) else [suite]
+            for stmt in statements:
+                if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and mentions_mps(stmt):
+                    return True
+    return False
+
+
+def in_mps_aware_choice(ctx, node: cst.CSTNode, *, siblings: bool = True) -> bool:
+    """Inside a device choice that already considers MPS.
+
+    ``siblings`` also accepts sequential ``if``s of one block where another
+    statement tests for MPS (``if cuda: return "cuda"`` / ``if mps: return "mps"``).
+    """
+    for parent in (node, *ctx.ancestors(node)):
+        if isinstance(parent, cst.If):
+            top = chain_top(ctx, parent)
+            if ctx.analysis(_ChainCache).chain_mentions_mps(top):
+                return True
+            if siblings and test_kind(ctx, top.test) and _sibling_tests_mps(ctx, top):
+                return True
+        elif isinstance(parent, cst.IfExp):
+            top = parent
+            while isinstance(ctx.parent(top), cst.IfExp):
+                top = ctx.parent(top)
+            if mentions_mps(top):
+                return True
+        elif isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        elif siblings and isinstance(parent, (cst.SimpleStatementLine,)):
+            if _sibling_tests_mps(ctx, parent):
+                return True
+    return False
+
+
+def _sibling_tests_mps(ctx, stmt: cst.CSTNode) -> bool:
+    block = ctx.parent(stmt)
+    if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return False
+    for other in block.body:
+        if other is stmt or not isinstance(other, cst.If):
+            continue
+        if mentions_mps(other.test):
+            return True
+    return False

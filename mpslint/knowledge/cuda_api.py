@@ -1,0 +1,164 @@
+"""``torch.cuda.X`` and what to use instead (knowledge/mps.md §5), as data.
+
+Each entry says which rule reports the API, how the fixer may rewrite it and
+from which torch release the rewrite works. The rules (MPS104, MPS105,
+MPS108) read this table; the rewriting itself lives in the rules.
+
+Fix kinds:
+
+- ``rename``: the call keeps its arguments and gets a device-agnostic name
+  (``torch.cuda.device_count()`` -> ``torch.accelerator.device_count()``).
+  Only used where the new call gives the same result on a machine without
+  CUDA, because the original ran there too.
+- ``per-device``: an expression statement becomes an ``if``/``elif`` on the
+  device type calling the CUDA function on CUDA and its ``torch.mps`` twin on
+  MPS, and nothing on CPU.
+- ``accelerator-sync``: ``synchronize()`` becomes ``torch.accelerator.synchronize()``
+  guarded by ``torch.accelerator.is_available()`` (it raises without an
+  accelerator in torch 2.13).
+- ``seed``: ``torch.manual_seed`` seeds every device.
+- ``none``: report only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+Version = Tuple[int, int]
+
+# Fixes need to know which torch the rewritten code must run on. With no
+# torch-version configured (or inferred), mpslint assumes a current torch, as
+# the version-gated rules of the other families do; the inline device picker
+# stays torch 2.0 compatible regardless (DESIGN.md "Device picker").
+ASSUMED_FLOOR: Version = (2, 13)
+
+
+def floor_of(torch_version: Optional[Tuple[int, ...]]) -> Version:
+    return ASSUMED_FLOOR if torch_version is None else (torch_version[0], torch_version[1])
+
+
+def version_text(version: Version) -> str:
+    return f"{version[0]}.{version[1]}"
+
+
+@dataclass(frozen=True)
+class CudaApi:
+    name: str  # the attribute after ``torch.cuda.``
+    instead: str  # what the message recommends
+    fix: str = "none"  # rename | per-device | accelerator-sync | seed | none
+    target: str = ""  # rename: dotted name after the torch alias; per-device: the torch.mps function
+    since: Version = (2, 0)  # first torch where ``target`` works
+
+
+# MPS104: APIs with a device-agnostic or MPS equivalent.
+EQUIVALENTS: Dict[str, CudaApi] = {
+    api.name: api
+    for api in (
+        CudaApi("synchronize", "torch.accelerator.synchronize() (torch 2.6) or torch.mps.synchronize()",
+                "accelerator-sync", "accelerator.synchronize", (2, 6)),
+        CudaApi("empty_cache", "torch.mps.empty_cache() on MPS", "per-device", "mps.empty_cache"),
+        CudaApi("manual_seed", "torch.manual_seed(), which seeds CPU, CUDA and MPS", "seed"),
+        CudaApi("manual_seed_all", "torch.manual_seed(), which seeds CPU, CUDA and MPS", "seed"),
+        CudaApi("seed", "torch.seed()"),
+        CudaApi("seed_all", "torch.seed()"),
+        CudaApi("device_count", "torch.accelerator.device_count() (torch 2.6)", "rename",
+                "accelerator.device_count", (2, 6)),
+        CudaApi("current_device", "torch.accelerator.current_device_index() (torch 2.6)", "rename",
+                "accelerator.current_device_index", (2, 6)),
+        CudaApi("set_device", "torch.accelerator.set_device_index() (torch 2.6)", "rename",
+                "accelerator.set_device_index", (2, 6)),
+        CudaApi("device", "torch.accelerator.device_index() (torch 2.8)", "rename",
+                "accelerator.device_index", (2, 8)),
+        CudaApi("memory_allocated", "torch.mps.current_allocated_memory() on MPS, "
+                "or torch.accelerator.memory_allocated() (torch 2.9)"),
+        CudaApi("max_memory_allocated", "torch.accelerator.max_memory_allocated() (torch 2.9); "
+                "torch.mps has no peak-memory API"),
+        CudaApi("memory_reserved", "torch.mps.driver_allocated_memory() on MPS, "
+                "or torch.accelerator.memory_reserved() (torch 2.9)"),
+        CudaApi("max_memory_reserved", "torch.accelerator.max_memory_reserved() (torch 2.9)"),
+        CudaApi("reset_peak_memory_stats", "torch.accelerator.reset_peak_memory_stats() (torch 2.9)"),
+        CudaApi("reset_max_memory_allocated", "torch.accelerator.reset_peak_memory_stats() (torch 2.9)"),
+        CudaApi("memory_stats", "torch.accelerator.memory_stats() (torch 2.9)"),
+        CudaApi("reset_accumulated_memory_stats", "torch.accelerator.reset_accumulated_memory_stats() (torch 2.9)"),
+        CudaApi("mem_get_info", "torch.accelerator.get_memory_info() (torch 2.10), "
+                "or torch.mps.recommended_max_memory() on MPS"),
+        CudaApi("set_per_process_memory_fraction", "torch.mps.set_per_process_memory_fraction() on MPS"),
+        CudaApi("get_rng_state", "torch.mps.get_rng_state() on MPS"),
+        CudaApi("set_rng_state", "torch.mps.set_rng_state() on MPS"),
+        CudaApi("Event", "torch.Event(device=device, enable_timing=True), or torch.mps.Event on MPS"),
+        CudaApi("get_device_name", "torch.backends.mps.get_name() on MPS (torch 2.9)"),
+        CudaApi("get_device_properties", "torch.accelerator.get_device_capability() (torch 2.10)"),
+        CudaApi("get_device_capability", "torch.accelerator.get_device_capability() (torch 2.10)"),
+        CudaApi("is_bf16_supported", "bfloat16 support on MPS: macOS 14, always true with torch >= 2.9"),
+    )
+}
+
+# MPS108: CUDA features with no MPS counterpart. Prefix matches: ``nvtx``
+# covers ``torch.cuda.nvtx.range_push``.
+CUDA_ONLY: Dict[str, str] = {
+    "Stream": "MPS has a single command queue: there are no extra streams",
+    "stream": "MPS has a single command queue: there are no extra streams",
+    "StreamContext": "MPS has a single command queue: there are no extra streams",
+    "current_stream": "use torch.accelerator.current_stream() (torch 2.6); MPS has one stream",
+    "default_stream": "MPS has one stream",
+    "set_stream": "use torch.accelerator.set_stream() (torch 2.6); MPS has one stream",
+    "ExternalStream": "MPS has one stream",
+    "CUDAGraph": "CUDA graphs do not exist on MPS",
+    "graph": "CUDA graphs do not exist on MPS",
+    "graphs": "CUDA graphs do not exist on MPS",
+    "make_graphed_callables": "CUDA graphs do not exist on MPS",
+    "is_current_stream_capturing": "CUDA graphs do not exist on MPS",
+    "nvtx": "use torch.profiler, or torch.mps.profiler on MPS",
+    "profiler": "use torch.profiler, or torch.mps.profiler on MPS",
+    "set_sync_debug_mode": "MPS has no sync debug mode; use `mpslint verify` to find host syncs",
+    "ipc_collect": "CUDA IPC does not exist on MPS",
+    "nccl": "NCCL is CUDA-only; use gloo with CPU tensors",
+    "jiterator": "jiterator is CUDA-only",
+    "tunable": "TunableOp is CUDA-only",
+    "cudart": "the CUDA runtime is not available on MPS",
+    "get_arch_list": "CUDA-only",
+    "get_gencode_flags": "CUDA-only",
+    "utilization": "NVML is CUDA-only",
+    "temperature": "NVML is CUDA-only",
+    "power_draw": "NVML is CUDA-only",
+    "clock_rate": "NVML is CUDA-only",
+    "list_gpu_processes": "NVML is CUDA-only",
+    "memory_summary": "the CUDA caching allocator does not exist on MPS",
+    "memory_snapshot": "the CUDA caching allocator does not exist on MPS",
+    "caching_allocator_alloc": "the CUDA caching allocator does not exist on MPS",
+    "caching_allocator_delete": "the CUDA caching allocator does not exist on MPS",
+    "MemPool": "the CUDA caching allocator does not exist on MPS",
+    "CUDAPluggableAllocator": "the CUDA caching allocator does not exist on MPS",
+    "change_current_allocator": "the CUDA caching allocator does not exist on MPS",
+    "GreenContext": "CUDA-only",
+}
+
+# MPS107: legacy typed constructors and the dtype each creates.
+LEGACY_TENSOR_TYPES: Dict[str, str] = {
+    "FloatTensor": "float32",
+    "DoubleTensor": "float64",
+    "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16",
+    "LongTensor": "int64",
+    "IntTensor": "int32",
+    "ShortTensor": "int16",
+    "CharTensor": "int8",
+    "ByteTensor": "uint8",
+    "BoolTensor": "bool",
+}
+
+# MPS105: ``torch.cuda.amp`` and where each name went.
+AMP_REPLACEMENTS: Dict[str, str] = {
+    "autocast": "torch.autocast(device_type=device.type)",
+    "GradScaler": "torch.amp.GradScaler(device.type) (torch 2.3)",
+    "custom_fwd": "torch.amp.custom_fwd(device_type=...) (torch 2.4)",
+    "custom_bwd": "torch.amp.custom_bwd(device_type=...) (torch 2.4)",
+}
+
+# First torch releases the MPS105 rewrites need (knowledge/mps.md §3.2).
+AMP_GRAD_SCALER: Version = (2, 3)  # torch.amp.GradScaler(device)
+AMP_GRAD_SCALER_MPS: Version = (2, 8)  # GradScaler("mps") unscales without float64
+AMP_AUTOCAST_MPS: Version = (2, 5)  # torch.autocast("mps"): older torch raises for the device type
+AMP_AUTOCAST_MPS_BFLOAT16: Version = (2, 6)
+ACCELERATOR_ONE_LINER: Version = (2, 7)  # current_accelerator(check_available=True)
