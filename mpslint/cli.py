@@ -183,7 +183,7 @@ def _check(
 
     try:
         if use_stdin:
-            results, sources = _run_stdin(stdin_filename, resolver, mode, force_exclude)
+            results, sources, stdin_output = _run_stdin(stdin_filename, resolver, mode, force_exclude)
             errors: List[Tuple[str, str]] = []
         else:
             results, errors, sources = _run_paths(
@@ -200,6 +200,10 @@ def _check(
     fixed_total = sum(sum(r.fixed.values()) for r in results)
     for path, message in errors + [(r.display, r.error) for r in results if r.error]:
         click.echo(f"error: {path}: {message}", err=True)
+    if verbose:
+        for r in results:
+            if r.detail:
+                click.echo(r.detail, err=True, nl=False)
     for r in results:
         if r.warning:
             click.echo(f"warning: {r.display}: {r.warning}", err=True)
@@ -220,8 +224,8 @@ def _check(
 
     stdin_fix = use_stdin and mode.fix
     if stdin_fix:
-        # The fixed source is the only thing on stdout; the report goes to stderr.
-        click.echo(results[0].text or "", nl=False)
+        # The fixed source is the only thing on stdout (in the input's own encoding); the report goes to stderr.
+        click.echo(stdin_output, nl=False)
 
     from mpslint.output import Options, render
 
@@ -291,7 +295,7 @@ def _source(path: str, sources: Dict[str, str]) -> Optional[str]:
 
 
 def _run_stdin(stdin_filename: Optional[str], resolver, mode, force_exclude: bool):
-    from mpslint.runner import process_bytes
+    from mpslint.runner import process_bytes_safely
 
     stream = getattr(sys.stdin, "buffer", sys.stdin)
     data = stream.read()
@@ -304,17 +308,20 @@ def _run_stdin(stdin_filename: Optional[str], resolver, mode, force_exclude: boo
 
         if _forced_out(Path(os.path.abspath(stdin_filename)), config, resolver):
             if mode.fix:
-                sys.stdout.buffer.write(data)  # pass the code through untouched
-                sys.stdout.flush()
-            return None, {}
+                click.echo(data, nl=False)  # pass the code through untouched
+            return None, {}, data
     settings = config.settings_for(Path(stdin_filename)) if stdin_filename else config.settings
-    result = process_bytes(data, display, settings, mode, target=None)
-    sources = {display: result.text} if result.text is not None else {}
-    if display not in sources and result.error is None:
+    result = process_bytes_safely(data, display, settings, mode, target=None)
+    sources: Dict[str, object] = {}
+    fixed_bytes = data  # undecodable or unchanged input passes through untouched: an editor must not lose it
+    if result.error is None:
         from mpslint.source import SourceText
 
-        sources[display] = SourceText.decode(data).text
-    return [result], sources
+        source = SourceText.decode(data)
+        sources[display] = result.text if result.text is not None else source.text
+        if result.text is not None and result.fixed:
+            fixed_bytes = source.encode(result.text)
+    return [result], sources, fixed_bytes
 
 
 def _run_paths(paths: List[str], resolver, mode, force_exclude: bool, jobs, cache_dir: Optional[str], no_cache: bool):

@@ -47,7 +47,8 @@ class FileResult:
     display: str
     diagnostics: List[Diagnostic] = field(default_factory=list)  # remaining after fixing
     fixed: Counter = field(default_factory=Counter)  # code -> fixes applied
-    error: Optional[str] = None  # the file could not be read or decoded: nothing was checked
+    error: Optional[str] = None  # the file could not be read, decoded or checked
+    detail: Optional[str] = None  # the traceback of an internal error (shown with --verbose)
     warning: Optional[str] = None  # fixing stopped early (the fixer's own message)
     diff: Optional[str] = None
     text: Optional[str] = None  # the fixed text, for stdin
@@ -191,10 +192,26 @@ def process_file(path: str, display: str, settings: Settings, mode: Mode, *, cac
         hit = cache.get(key)
         if hit is not None:
             return FileResult(display, hit, cached=True)
-    result = process_bytes(data, display, settings, mode, target=path)
+    result = process_bytes_safely(data, display, settings, mode, target=path)
     if key is not None and result.error is None:
         cache.put(key, result.diagnostics)
     return result
+
+
+def process_bytes_safely(data: bytes, display: str, settings: Settings, mode: Mode, *, target: Optional[str] = None) -> FileResult:
+    """``process_bytes``, but a crash outside the rules (which the engine contains itself) fails this file only."""
+    try:
+        return process_bytes(data, display, settings, mode, target=target)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # RecursionError, MemoryError, a bug in the engine or fixer
+        import traceback
+
+        return FileResult(
+            display,
+            error=f"internal error: {type(exc).__name__}: {exc}. Please report this at https://github.com/mpslint/mpslint/issues",
+            detail=traceback.format_exc(),
+        )
 
 
 def process_bytes(data: bytes, display: str, settings: Settings, mode: Mode, *, target: Optional[str] = None) -> FileResult:

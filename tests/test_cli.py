@@ -529,3 +529,103 @@ def test_rule_all_and_json():
 def test_rule_errors_exit_2(args):
     result = run(*args)
     assert result.exit_code == 2
+
+
+def test_stdin_fix_keeps_the_input_encoding(project):
+    source = "# -*- coding: latin-1 -*-\n# café\n" + CUDA
+    result = CliRunner().invoke(main, ["--fix", "-"], input=source.encode("latin-1"))
+    assert result.stdout_bytes == ("# -*- coding: latin-1 -*-\n# café\n" + CUDA.replace("x.cuda()", "x.to(DEVICE)")).encode("latin-1")
+
+
+def test_stdin_fix_passes_undecodable_input_through(project):
+    data = b"x = '\xff'.cuda()\n"
+    result = CliRunner().invoke(main, ["--fix", "-"], input=data)
+    assert result.exit_code == 2
+    assert result.stdout_bytes == data
+    assert "cannot decode" in result.stderr
+
+
+def test_an_engine_crash_fails_that_file_only(project, monkeypatch):
+    from mpslint import engine
+
+    real = engine.check_text
+
+    def flaky(text, path, settings, **kw):
+        if path.endswith("bad.py"):
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(text, path, settings, **kw)
+
+    monkeypatch.setattr(engine, "check_text", flaky)
+    write(project / "bad.py", CUDA)
+    write(project / "good.py", CUDA)
+    result = run("--no-cache", ".")
+    assert result.exit_code == 2
+    assert "error: bad.py: internal error: RecursionError" in result.stderr
+    assert "good.py:4:5: MPS990" in result.stdout
+    assert "Traceback" not in result.output
+    assert "Traceback (most recent call last)" in run("--no-cache", "--verbose", ".").stderr
+
+
+# --- with the real rules ---------------------------------------------------------------------
+
+
+def _has_real(code: str) -> bool:
+    from mpslint import registry
+
+    return code in registry.rule_codes()
+
+
+TRAIN = textwrap.dedent(
+    """\
+    import torch
+    from torch import nn
+
+    model = nn.Linear(4, 2).cuda()
+    batch = torch.randn(8, 4).cuda()
+    loss = model(batch).sum()
+    """
+)
+
+
+@pytest.mark.skipif(not _has_real("MPS101"), reason="MPS101 (checks/cuda.py) not present")
+def test_real_rules_check_then_fix(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "train.py", TRAIN)
+    before = run("--no-cache", "--select", "MPS101", "train.py")
+    assert before.exit_code == 1
+    findings = [line for line in before.stdout.splitlines() if " MPS101 " in line]
+    assert [line.split(" MPS101 ")[0] for line in findings] == ["train.py:4:9:", "train.py:5:9:"]
+    assert all(" MPS101 [*] " in line for line in findings)
+    fixed = run("--no-cache", "--fix", "train.py")
+    assert "Traceback" not in fixed.output
+    text = (tmp_path / "train.py").read_text()
+    assert ".cuda()" not in text
+    compile(text, "train.py", "exec")
+    assert run("--no-cache", "--select", "MPS101", "train.py").exit_code == 0
+    again = run("--no-cache", "--fix", "train.py")
+    assert (tmp_path / "train.py").read_text() == text  # a second --fix changes nothing
+    assert "fixed" not in again.stdout
+
+
+def test_checking_one_file_stays_light(tmp_path):
+    """Startup: a plain check imports neither torch nor what only other modes need."""
+    import subprocess
+    import sys
+
+    (tmp_path / "a.py").write_text(TRAIN)
+    code = textwrap.dedent(
+        """\
+        import sys
+        from mpslint.cli import main
+        try:
+            main(["--no-cache", "a.py"])
+        except SystemExit:
+            pass
+        heavy = ("torch", "numpy", "multiprocessing", "concurrent.futures.process", "pathspec", "xml.etree",
+                 "difflib", "mpslint.output.sarif", "mpslint.output.json", "mpslint.output.junit",
+                 "mpslint.output.github", "mpslint.output.full", "mpslint.cache", "mpslint.verify")
+        print(sorted(m for m in sys.modules if m in heavy or m.startswith(tuple(h + "." for h in heavy))), file=sys.stderr)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.stderr.strip().splitlines()[-1] == "[]"
