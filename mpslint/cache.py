@@ -31,6 +31,7 @@ from mpslint.config import Settings
 from mpslint.diagnostic import Applicability, Diagnostic, Edit, Fix, Location
 
 CACHE_DIR_NAME = ".mpslint_cache"
+PRUNE_AFTER = 7 * 24 * 3600  # seconds
 _FORMAT = 1
 _TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -76,8 +77,9 @@ def settings_fingerprint(settings: Settings) -> str:
 class Cache:
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
-        self.entries = self.directory / f"v{__version__}"
         self._code = _code_fingerprint()
+        # One directory per version of the code, so entries of older code can be pruned as a whole.
+        self.entries = self.directory / f"v{__version__}-{self._code[:16]}"
         self._settings: Dict[Settings, str] = {}
         self._ready = False
         self.hits = 0
@@ -127,6 +129,7 @@ class Cache:
         if self._ready:
             return
         self.entries.mkdir(parents=True, exist_ok=True)
+        self._prune()
         tag = self.directory / "CACHEDIR.TAG"
         if not tag.exists():
             _atomic_write(tag, _TAG.encode())
@@ -134,6 +137,31 @@ class Cache:
         if not ignore.exists():
             _atomic_write(ignore, b"# Automatically created by mpslint.\n*\n")
         self._ready = True
+
+
+    def _prune(self) -> None:
+        """Drop entry directories of other mpslint code that no run has written to for a week.
+
+        Another installation (say, pre-commit's) may share this cache: it keeps its
+        directory fresh by writing to it, so only abandoned versions go.
+        """
+        import shutil
+        import time
+
+        now = time.time()
+        try:
+            os.utime(self.entries)
+            siblings = list(os.scandir(self.directory))
+        except OSError:
+            return
+        for entry in siblings:
+            if entry.name.startswith("v") and entry.path != str(self.entries):
+                try:
+                    stale = entry.is_dir(follow_symlinks=False) and now - entry.stat().st_mtime > PRUNE_AFTER
+                except OSError:
+                    continue
+                if stale:
+                    shutil.rmtree(entry.path, ignore_errors=True)
 
 
 def _atomic_write(target: Path, data: bytes) -> None:

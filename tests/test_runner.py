@@ -265,3 +265,20 @@ def test_diagnostics_round_trip_through_json():
     )
     back = diagnostic_from_json(json.loads(json.dumps(diagnostic_to_json(d))))
     assert back == d and back.detail == "tb"
+
+
+def test_entries_of_abandoned_code_versions_are_pruned(tmp_path):
+    cache_dir = tmp_path / "cache"
+    old = cache_dir / "v0.0.1-0123456789abcdef"
+    recent = cache_dir / "v0.0.2-fedcba9876543210"
+    for directory in (old, recent):
+        (directory / "ab").mkdir(parents=True)
+        (directory / "ab" / "entry.json").write_text("{}")
+    week_ago = os.stat(old).st_mtime - 8 * 24 * 3600
+    os.utime(old, (week_ago, week_ago))
+    path = tmp_path / "a.py"
+    path.write_text(CUDA)
+    run([(str(path), "a.py", Settings())], Mode(), cache_dir=cache_dir)
+    assert not old.exists()
+    assert recent.exists()  # maybe another installation's, still in use
+    assert len(_entries(cache_dir)) == 2
