@@ -107,13 +107,20 @@ def _split(values: Sequence[str]) -> Tuple[str, ...]:
     show_envvar=True,
     default="concise",
     show_default=True,
+    help="How to print findings; only concise and full add summary lines.",
 )
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=str), help="Write the report to this file.")
 @click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a fix was applied, even if nothing remains.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
-@click.option("--cache-dir", envvar="MPSLINT_CACHE_DIR", show_envvar=True, type=click.Path(file_okay=False, path_type=str))
+@click.option(
+    "--cache-dir",
+    envvar="MPSLINT_CACHE_DIR",
+    show_envvar=True,
+    type=click.Path(file_okay=False, path_type=str),
+    help="Where to keep the cache (default: .mpslint_cache in the project root).",
+)
 @click.option("--torch-version", metavar="X.Y", help="The lowest torch version the code supports (overrides config).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=str), help="Use this config file for all files.")
 @click.option("--stdin-filename", metavar="PATH", help="The path of the code read from stdin (for config and messages).")
