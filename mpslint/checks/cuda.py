@@ -683,12 +683,12 @@ class CudnnSetting(Rule):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
-            self._check(target.target)
+            self._check(target.target, node)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._check(node.target)
+        self._check(node.target, node)
 
-    def _check(self, target: cst.BaseExpression) -> None:
+    def _check(self, target: cst.BaseExpression, statement: cst.CSTNode) -> None:
         name = self.ctx.qualify(target) if isinstance(target, cst.Attribute) else None
         if name is None:
             return
@@ -698,7 +698,7 @@ class CudnnSetting(Rule):
             setting = name[len("torch.backends."):]
         else:
             return
-        if not _unguarded(self, target):
+        if not _unguarded(self, statement):  # the target itself is not visited yet
             return
         hint = {
             "cudnn.deterministic": "; for reproducible results on every device use `torch.use_deterministic_algorithms(True)`",
@@ -788,7 +788,7 @@ class CudaOnlyFeature(Rule):
         if last in ("init_process_group", "new_group"):
             for i, arg in enumerate(node.args):
                 is_backend = (arg.keyword is None and i == 0) or (arg.keyword is not None and arg.keyword.value == "backend")
-                if is_backend and string_value(arg.value) == "nccl" and _unguarded(self, arg.value):
+                if is_backend and string_value(arg.value) == "nccl" and _unguarded(self, node):
                     self.report(arg.value, 'the "nccl" backend is CUDA-only; use "gloo" (with CPU tensors) when not on CUDA')
         if last in ("setdefault", "putenv") and node.args and string_value(node.args[0].value) == "CUDA_VISIBLE_DEVICES":
             if _unguarded(self, node):
