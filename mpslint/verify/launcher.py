@@ -1,0 +1,88 @@
+"""The parent side: run the child in its own process group, bounded by a timeout.
+
+The child reports through a temporary JSON file, never through the script's
+output, which goes to our stdout (or, for machine-readable output, to stderr).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import IO, Any, Dict, List, Optional, Union
+
+GRACE_S = 5.0  # between SIGTERM (the child writes its report) and SIGKILL
+
+
+@dataclass
+class Options:
+    script: str
+    args: List[str] = field(default_factory=list)
+    simulate: bool = False
+    fallback: bool = True
+    timeout: Optional[float] = None
+    max_steps: Optional[int] = None
+
+
+@dataclass
+class Run:
+    raw: Optional[Dict[str, Any]]  # what the child recorded; None when it died before writing
+    returncode: Optional[int]
+    timed_out: bool
+    duration_s: float
+    output: str = ""  # the script's output when it was captured
+
+
+def launch(options: Options, stdout: Union[None, int, IO[Any]] = None, capture: bool = False) -> Run:
+    env = dict(os.environ)
+    if options.fallback:
+        env["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"
+    else:
+        env.pop("PYTORCH_ENABLE_MPS_FALLBACK", None)
+    child_options = json.dumps({"simulate": options.simulate, "max_steps": options.max_steps})
+    with tempfile.TemporaryDirectory(prefix="mpslint-verify-") as tmp:
+        report = os.path.join(tmp, "report.json")
+        command = [sys.executable, "-m", "mpslint.verify.child", report, child_options, options.script, *options.args]
+        started = time.monotonic()
+        process = subprocess.Popen(
+            command,
+            env=env,
+            stdout=subprocess.PIPE if capture else stdout,
+            stderr=subprocess.STDOUT if capture else None,
+            start_new_session=True,  # its own process group: the timeout ends DataLoader workers too
+        )
+        timed_out = False
+        try:
+            output, _ = process.communicate(timeout=options.timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _signal_group(process, signal.SIGTERM)
+            try:
+                output, _ = process.communicate(timeout=GRACE_S)
+            except subprocess.TimeoutExpired:
+                _signal_group(process, signal.SIGKILL)
+                output, _ = process.communicate()
+        else:
+            _signal_group(process, signal.SIGKILL)  # workers the script left behind
+        duration = time.monotonic() - started
+        raw = None
+        if os.path.exists(report):
+            try:
+                with open(report, encoding="utf-8") as handle:
+                    raw = json.load(handle)
+            except (OSError, ValueError):
+                raw = None
+    text = output.decode("utf-8", "replace") if isinstance(output, bytes) else ""
+    return Run(raw, process.returncode, timed_out, round(duration, 3), text)
+
+
+def _signal_group(process: subprocess.Popen, signum: int) -> None:
+    try:
+        os.killpg(process.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,88 @@
+"""PyTorch's own MPS message texts (knowledge/mps.md §1), and the patterns that recognise them.
+
+The simulated device raises and warns with exactly these texts, and the probe
+recognises them with the same patterns on a real Mac, so both paths share one
+vocabulary.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional, Tuple
+
+# §1.1: MPSFallback.mm mps_fallback (the "(Triggered internally at ...)" suffix is added by c10).
+FALLBACK_WARNING = (
+    "The operator '{op}' is not currently supported on the MPS backend and will fall back to run on the CPU."
+    " This may have performance implications."
+)
+
+# §1.2 variant A (torch <= 2.5) and variant B (torch >= 2.6).
+NOT_IMPLEMENTED_A = (
+    "The operator '{op}' is not currently implemented for the MPS device. If you want this op to be added in "
+    "priority during the prototype phase of this feature, please comment on "
+    "https://github.com/pytorch/pytorch/issues/77764. As a temporary fix, you can set the environment variable "
+    "`PYTORCH_ENABLE_MPS_FALLBACK=1` to use the CPU as a fallback for this op. WARNING: this will be slower than "
+    "running natively on MPS."
+)
+NOT_IMPLEMENTED_B = (
+    "The operator '{op}' is not currently implemented for the MPS device. If you want this op to be considered "
+    "for addition please comment on https://github.com/pytorch/pytorch/issues/141287 and mention use-case, that "
+    "resulted in missing op as well as commit hash {sha}. As a temporary fix, you can set the environment variable "
+    "`PYTORCH_ENABLE_MPS_FALLBACK=1` to use the CPU as a fallback for this op. WARNING: this will be slower than "
+    "running natively on MPS."
+)
+
+# §1.3 (TypeError), raised by empty_mps when a float64 tensor is allocated on the device.
+FLOAT64 = (
+    "Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64. "
+    "Please use float32 instead."
+)
+
+# §1.6 (RuntimeError): which one appears depends on the first kernel that sees both devices.
+PLACEHOLDER = "Placeholder storage has not been allocated on MPS device!"
+SAME_DEVICE = "Expected all tensors to be on the same device, but found at least two devices, {first} and {second}!"
+LINEAR_INPUT = "Tensor for argument input is on cpu but expected on mps"
+SLOW_CONV2D = (
+    "slow_conv2d_forward_mps: input(device='cpu') and weight(device=mps:0')  must be on the same device"
+)
+
+# §1.7 (TypeError).
+NUMPY = (
+    "can't convert mps:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
+)
+
+FALLBACK_RE = re.compile(
+    r"The operator '(?P<op>[\w:.]+)' is not currently supported on the MPS backend and will fall back to run on the CPU"
+)
+NOT_IMPLEMENTED_RE = re.compile(r"The operator '(?P<op>[\w:.]+)' is not currently implemented for the MPS device")
+FLOAT64_RE = re.compile(r"float64|MPS framework doesn't support float64")
+DEVICE_MISMATCH_RE = re.compile(
+    r"Placeholder storage has not been allocated on MPS device|Expected all tensors to be on the same device"
+    r"|but expected on mps|must be on the same device|Passed CPU tensor to MPS op"
+)
+NUMPY_RE = re.compile(r"can't convert mps(:\d+)? device type tensor to numpy")
+
+
+def not_implemented(op: str, torch_version: Tuple[int, int], sha: str) -> str:
+    if torch_version >= (2, 6):
+        return NOT_IMPLEMENTED_B.format(op=op, sha=sha)
+    return NOT_IMPLEMENTED_A.format(op=op)
+
+
+def fallback_op(message: str) -> Optional[str]:
+    """The op named by a CPU-fallback warning, or None for any other warning."""
+    match = FALLBACK_RE.search(message)
+    return match.group("op") if match else None
+
+
+def error_kind(type_name: str, message: str) -> Optional[str]:
+    """Which MPS problem an exception is: "unimplemented", "float64", "device-mismatch", "numpy" or None."""
+    if NOT_IMPLEMENTED_RE.search(message):
+        return "unimplemented"
+    if type_name == "TypeError" and FLOAT64_RE.search(message):
+        return "float64"
+    if type_name == "TypeError" and NUMPY_RE.search(message):
+        return "numpy"
+    if type_name == "RuntimeError" and DEVICE_MISMATCH_RE.search(message):
+        return "device-mismatch"
+    return None

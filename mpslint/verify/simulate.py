@@ -1,0 +1,418 @@
+"""An emulated ``mps`` device for machines without one (``mpslint verify --simulate``).
+
+Tensors on the emulated device are ``SimulatedMPSTensor``: ordinary CPU tensors
+underneath (so autograd, optimizers and numerics are the CPU's) that report
+``device='mps:0'``. Every op that touches one is checked against the MPS kernel
+table of the installed torch before it runs, and fails or warns the way PyTorch
+on a Mac does, with PyTorch's own texts (``messages``):
+
+* no MPS kernel: ``NotImplementedError``, or with ``PYTORCH_ENABLE_MPS_FALLBACK=1``
+  the fallback ``UserWarning`` and a CPU run;
+* a float64 tensor allocated on the device: ``TypeError``;
+* an op mixing a device tensor with a non-scalar CPU tensor: ``RuntimeError``;
+* ``.numpy()`` on a device tensor: ``TypeError``.
+
+Placement reaches the device through the dispatcher: a factory with
+``device="mps"`` and ``_to_copy(..., device="mps")`` (which ``.to("mps")``,
+``.to(device)`` and ``nn.Module.to`` all end in) arrive at ``_DeviceMode``,
+which computes on the CPU and wraps the result. ``platform_patches`` makes
+torch report what a Mac reports: MPS available and built, no CUDA.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+import torch
+import torch.utils._pytree as pytree
+from torch.overrides import TorchFunctionMode
+from torch.utils._mode_utils import no_dispatch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from mpslint.verify import messages
+from mpslint.verify.kernels import COMPOSITE, EXPLICIT_FALLBACK, MISSING, KernelOracle
+
+MPS = torch.device("mps", 0)
+CPU = torch.device("cpu")
+
+# What the emulation cannot reproduce; printed with every simulated report.
+LIMITATIONS = (
+    "simulated mps: ops run on the CPU, so speed, memory, numerics and macOS-version gates are not emulated",
+    "simulated mps: restrictions inside existing MPS kernels (dtype/shape limits, mps.md §1.9) are not emulated",
+)
+
+_aten = torch.ops.aten
+
+# Ops whose arguments legitimately mix devices: copies between host and device,
+# and indexing, whose CPU index tensors PyTorch moves to the indexed tensor's device.
+_MIXING_OK = {
+    "aten::copy_", "aten::_copy_from", "aten::_copy_from_and_resize", "aten::_to_copy", "aten::to",
+    "aten::index", "aten::index_put_", "aten::index_put", "aten::_index_put_impl_", "aten::set_",
+    "aten::lift_fresh", "aten::lift_fresh_copy", "aten::_has_compatible_shallow_copy_type",
+}
+
+# Public entry points that reach ``linalg_svd``, which MPSFallback.mm runs on the
+# CPU with a warning (mps.md §1.2); on the CPU build it decomposes before the
+# dispatcher could tell, so it is recognised here.
+_SVD_ENTRY_POINTS = (
+    torch.linalg.svd, torch.svd, torch.Tensor.svd, torch.pinverse, torch.Tensor.pinverse, torch.linalg.pinv,
+)
+
+
+def _is_mps(device: Any) -> bool:
+    if device is None:
+        return False
+    try:
+        return torch.device(device).type == "mps"
+    except (RuntimeError, TypeError):
+        return False
+
+
+class SimulatedMPSTensor(torch.Tensor):
+    """A CPU tensor that reports the ``mps`` device; its ops go through ``Simulator.dispatch``."""
+
+    simulator: "Simulator"
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @property
+    def device(self) -> torch.device:  # type: ignore[override]
+        return MPS
+
+    @property
+    def is_mps(self) -> bool:  # type: ignore[override]
+        return True
+
+    @property
+    def is_cpu(self) -> bool:  # type: ignore[override]
+        return False
+
+    def get_device(self) -> int:  # type: ignore[override]
+        return 0
+
+    # Methods, not Router cases: torch's own Python code (printing) calls them
+    # while the Router is suspended.
+    def numpy(self, *, force: bool = False):  # type: ignore[override]
+        raise TypeError(messages.NUMPY)
+
+    def __array__(self, dtype: Any = None, copy: Any = None):  # type: ignore[override]
+        raise TypeError(messages.NUMPY)
+
+    def tolist(self):  # type: ignore[override]
+        return _to_host(self).tolist()
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:
+        # torch prints a subclass under its class name; a Mac prints tensor(..., device='mps:0').
+        text = torch._tensor_str._str(self, tensor_contents=tensor_contents)
+        name = type(self).__name__
+        if not text.startswith(name + "("):
+            return text
+        shift = len(name) - len("tensor")
+        lines = text.split("\n")
+        return "\n".join(["tensor" + lines[0][len(name):]] + [line[shift:] if line[:shift].isspace() else line
+                                                             for line in lines[1:]])
+
+    def __format__(self, spec: str) -> str:
+        if self.dim() == 0:
+            return self.detach().item().__format__(spec)
+        return object.__format__(self, spec)
+
+    # Makes nn.Module.to() swap parameters in place (torch.utils.swap_tensors), as
+    # set_data does on a real device, so optimizers built before .to() keep working.
+    def __tensor_flatten__(self) -> Tuple[List[str], None]:
+        return [], None
+
+    @staticmethod
+    def __tensor_unflatten__(inner: Dict[str, Any], meta: Any, size: Any, stride: Any) -> "SimulatedMPSTensor":
+        raise NotImplementedError("a simulated mps tensor has no inner tensors")
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # type: ignore[override]
+        return cls.simulator.dispatch(func, args, kwargs or {})
+
+
+class Simulator:
+    def __init__(self, oracle: KernelOracle, *, fallback: bool) -> None:
+        self.oracle = oracle
+        self.fallback = fallback
+        self.version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+        self.sha = getattr(torch.version, "git_version", "") or "unknown"
+        self.explicit_depth = 0  # > 0 inside an explicit CPU fallback run by the Router
+        # > 0 inside a composite kernel: its scratch tensors come from CPU tensor
+        # options (they would be on the device on a Mac), so devices were checked
+        # once, on the composite's own arguments.
+        self.composite_depth = 0
+
+    # -- the device -------------------------------------------------------
+    def to_device(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Allocate ``tensor``'s data "on the device": empty_mps's float64 check, then the wrapper."""
+        if tensor.dtype == torch.float64:
+            raise TypeError(messages.FLOAT64)
+        return torch.Tensor._make_subclass(SimulatedMPSTensor, tensor)
+
+    def dispatch(self, func, args, kwargs):
+        self._check_devices(func, args, kwargs)
+        decision = self.oracle.decide(func)
+        if decision.kind == COMPOSITE:
+            self.composite_depth += 1
+            try:
+                out = func._op_dk(decision.key, *args, **kwargs)
+            finally:
+                self.composite_depth -= 1
+        else:
+            self._check_kernel(decision)
+            with no_dispatch():
+                out = func(*args, **_cpu_kwargs(kwargs))
+        return self._wrap(args, kwargs, out)
+
+    def factory(self, func, args, kwargs):
+        """An op asked to create its result on the device (``device="mps"``)."""
+        decision = self.oracle.decide(func)
+        if decision.kind == COMPOSITE:
+            with _DeviceMode(self):
+                return func._op_dk(decision.key, *args, **kwargs)
+        self._check_kernel(decision)
+        if kwargs.get("dtype") == torch.float64:
+            raise TypeError(messages.FLOAT64)
+        out = func(*args, **_cpu_kwargs(kwargs))
+        return self._wrap(args, {}, out)
+
+    # -- checks ------------------------------------------------------------
+    def _check_kernel(self, decision) -> None:
+        if decision.kind == MISSING and not self.explicit_depth:
+            if not self.fallback:
+                raise NotImplementedError(messages.not_implemented(decision.op, self.version, self.sha))
+            warnings.warn(messages.FALLBACK_WARNING.format(op=decision.op), UserWarning, stacklevel=2)
+        elif decision.kind == EXPLICIT_FALLBACK and not self.explicit_depth:
+            warnings.warn(messages.FALLBACK_WARNING.format(op=decision.op), UserWarning, stacklevel=2)
+
+    def _check_devices(self, func, args, kwargs) -> None:
+        if self.composite_depth or func._schema.name in _MIXING_OK:
+            return
+        order: List[str] = []
+        for leaf in pytree.tree_leaves((args, kwargs)):
+            if isinstance(leaf, SimulatedMPSTensor):
+                order.append("mps:0")
+            elif isinstance(leaf, torch.Tensor) and leaf.device.type == "cpu" and leaf.dim() > 0:
+                order.append("cpu")
+        if "mps:0" not in order or "cpu" not in order:
+            return
+        if torch.Tag.pointwise in func.tags:
+            second = "cpu" if order[0] == "mps:0" else "mps:0"
+            raise RuntimeError(messages.SAME_DEVICE.format(first=order[0], second=second))
+        if func._schema.name in ("aten::convolution", "aten::_convolution") and args and args[0].dim() == 4 \
+                and not isinstance(args[0], SimulatedMPSTensor):
+            raise RuntimeError(messages.SLOW_CONV2D)
+        raise RuntimeError(messages.PLACEHOLDER)
+
+    def _wrap(self, args, kwargs, out):
+        to_host = "device" in kwargs and kwargs["device"] is not None and not _is_mps(kwargs["device"])
+        inputs = {id(t) for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+
+        def wrap(t: torch.Tensor) -> torch.Tensor:
+            if isinstance(t, SimulatedMPSTensor) or id(t) in inputs or to_host or t.device.type != "cpu":
+                return t
+            return self.to_device(t)
+
+        return pytree.tree_map_only(torch.Tensor, wrap, out)
+
+
+def _cpu_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    if _is_mps(kwargs.get("device")):
+        kwargs = dict(kwargs, device=CPU)
+    return kwargs
+
+
+class _DeviceMode(TorchDispatchMode):
+    """Sends ops asked to create tensors on ``mps`` to the simulator."""
+
+    def __init__(self, simulator: Simulator) -> None:
+        super().__init__()
+        self.simulator = simulator
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if not any(issubclass(t, SimulatedMPSTensor) for t in types) and _is_mps(kwargs.get("device")):
+            return self.simulator.factory(func, args, kwargs)
+        return func(*args, **kwargs)
+
+
+class _Router(TorchFunctionMode):
+    """What must be decided above the dispatcher, where the public function is still known."""
+
+    def __init__(self, simulator: Simulator) -> None:
+        super().__init__()
+        self.simulator = simulator
+        self.svd_fallback = "linalg_svd" in simulator.oracle.table.explicit_cpu_fallbacks
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        first = args[0] if args else None
+        on_device = isinstance(first, SimulatedMPSTensor)
+        if on_device and func is torch.Tensor.cpu:
+            return _to_host(first)
+        if func is torch.Tensor.to and isinstance(first, torch.Tensor):
+            target = _parse_to(args[1:], kwargs)
+            if on_device and target is not None and target[0] is not None and target[0].type == "cpu":
+                return _to_host(first, dtype=target[1])
+            if target is not None and target[0] is not None and target[0].type == "mps":
+                return self._to_device(first, target, bool(kwargs.get("copy") or (len(args) > 4 and args[4])))
+        if func in (torch.tensor, torch.as_tensor) and _is_mps(kwargs.get("device")):
+            # The C++ constructor would look for a device guard the CPU build does not have.
+            requires_grad = bool(kwargs.get("requires_grad", False))
+            host = dict(kwargs, device=CPU)
+            host.pop("requires_grad", None)
+            with torch.no_grad():
+                tensor = self.simulator.to_device(func(*args, **host))
+            return tensor.requires_grad_(requires_grad)
+        if func in (torch.nn.functional.linear, torch._C._nn.linear) and len(args) > 1:
+            weight = args[1]
+            if isinstance(weight, SimulatedMPSTensor) and isinstance(first, torch.Tensor) \
+                    and not isinstance(first, SimulatedMPSTensor) and first.dim() > 0:
+                raise RuntimeError(messages.LINEAR_INPUT)
+        if self.svd_fallback and func in _SVD_ENTRY_POINTS and on_device:
+            warnings.warn(messages.FALLBACK_WARNING.format(op="aten::linalg_svd"), UserWarning, stacklevel=2)
+            self.simulator.explicit_depth += 1
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self.simulator.explicit_depth -= 1
+        return func(*args, **kwargs)
+
+
+    def _to_device(self, tensor: torch.Tensor, target: tuple, copy: bool) -> torch.Tensor:
+        _device, dtype, _non_blocking, memory_format = target
+        if isinstance(tensor, SimulatedMPSTensor):
+            if not copy and (dtype is None or dtype == tensor.dtype) and memory_format is None:
+                return tensor  # PyTorch returns the tensor itself when nothing changes
+            return tensor.to(dtype=dtype or tensor.dtype, memory_format=memory_format or torch.preserve_format,
+                             copy=copy)
+        if dtype is not None or memory_format is not None:
+            tensor = tensor.to(dtype=dtype or tensor.dtype, memory_format=memory_format or torch.preserve_format)
+        return _ToDevice.apply(tensor, self.simulator)
+
+
+class _ToDevice(torch.autograd.Function):
+    """The host-to-device copy; its gradient is the device-to-host copy, as for ``_to_copy``."""
+
+    @staticmethod
+    def forward(ctx, tensor, simulator):  # type: ignore[override]
+        return simulator.to_device(tensor.detach().clone())
+
+    @staticmethod
+    def backward(ctx, grad):  # type: ignore[override]
+        return grad.to("cpu"), None
+
+
+def _to_host(tensor: torch.Tensor, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """The device-to-host copy. C++ sees a CPU tensor and would return it unchanged."""
+    return torch.ops.aten._to_copy.default(tensor, device=CPU, dtype=dtype)
+
+
+def _parse_to(args: tuple, kwargs: Dict[str, Any]) -> Optional[tuple]:
+    """(device, dtype, non_blocking, memory_format) of a ``Tensor.to`` call, as PyTorch parses it."""
+    args = args[:3] if len(args) > 3 else args
+    rest = {k: v for k, v in kwargs.items() if k != "copy"}
+    try:
+        return torch._C._nn._parse_to(*args, **rest)
+    except (TypeError, RuntimeError):
+        return None
+
+
+class _Event:
+    """``torch.mps.Event`` on the emulated device: there is nothing to wait for."""
+
+    def __init__(self, enable_timing: bool = False) -> None:
+        self.enable_timing = enable_timing
+
+    def record(self) -> None:
+        pass
+
+    def wait(self) -> None:
+        pass
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        pass
+
+    def elapsed_time(self, end_event: "_Event") -> float:
+        return 0.0
+
+
+def _nothing(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+def platform_patches() -> Dict[Tuple[object, str], Any]:
+    """What a Mac with Apple silicon reports, as (owner, attribute) -> value."""
+    patches: Dict[Tuple[object, str], Any] = {
+        (torch.backends.mps, "is_available"): lambda: True,
+        (torch.backends.mps, "is_built"): lambda: True,
+        (torch.backends.mps, "is_macos13_or_newer"): lambda minor=0: True,
+        (torch.backends.mps, "is_macos_or_newer"): lambda major, minor: True,
+        (torch.cuda, "is_available"): lambda: False,
+        (torch.cuda, "device_count"): lambda: 0,
+        (torch.mps, "is_available"): lambda: True,
+        (torch.mps, "device_count"): lambda: 1,
+        (torch.mps, "synchronize"): _nothing,
+        (torch.mps, "empty_cache"): _nothing,
+        (torch.mps, "manual_seed"): _nothing,
+        (torch.mps, "seed"): _nothing,
+        (torch.mps, "get_rng_state"): lambda device="mps": torch.get_rng_state(),
+        (torch.mps, "set_rng_state"): _nothing,
+        (torch.mps, "set_per_process_memory_fraction"): _nothing,
+        (torch.mps, "current_allocated_memory"): lambda: 0,
+        (torch.mps, "driver_allocated_memory"): lambda: 0,
+        (torch.mps, "recommended_max_memory"): lambda: 0,
+        (torch.mps, "Event"): _Event,
+    }
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None:
+        for name, value in (
+            ("is_available", lambda: True),
+            ("current_accelerator", lambda check_available=False: torch.device("mps")),
+            ("device_count", lambda: 1),
+            ("current_device_index", lambda: 0),
+            ("current_device_idx", lambda: 0),
+            ("set_device_index", _nothing),
+            ("set_device_idx", _nothing),
+            ("synchronize", _nothing),
+            ("empty_cache", _nothing),
+        ):
+            if hasattr(accelerator, name):
+                patches[(accelerator, name)] = value
+    return patches
+
+
+@contextlib.contextmanager
+def simulated_device(oracle: Optional[KernelOracle] = None, *, fallback: bool = True) -> Iterator[Simulator]:
+    """Run the body on the emulated device; everything is restored on exit."""
+    simulator = Simulator(oracle or KernelOracle(), fallback=fallback)
+    SimulatedMPSTensor.simulator = simulator
+    saved = {}
+    for (owner, name), value in platform_patches().items():
+        saved[(owner, name)] = getattr(owner, name, None)
+        setattr(owner, name, value)
+    try:
+        with _Router(simulator), _DeviceMode(simulator):
+            yield simulator
+    finally:
+        for (owner, name), value in saved.items():
+            setattr(owner, name, value)
+
+
+def fallback_enabled() -> bool:
+    """PyTorch's own reading of the flag (MPSFallback.mm: ``std::stoi(value) != 0``)."""
+    value = os.environ.get("PYTORCH_ENABLE_MPS_FALLBACK")
+    try:
+        return value is not None and int(value) != 0
+    except ValueError:
+        return False
+
+
+def patched(owner: object, name: str) -> Callable[..., Any]:
+    return getattr(owner, name)
