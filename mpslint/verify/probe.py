@@ -30,6 +30,10 @@ _DATA_DEPENDENT = {
     "aten::nonzero", "aten::masked_select", "aten::_unique", "aten::_unique2", "aten::unique_dim",
     "aten::unique_consecutive", "aten::repeat_interleave",
 }
+# Syncs PyTorch makes on purpose, once per step, on every device: GradScaler.step
+# reads found_inf to decide whether to skip the optimizer step. Reported, never hot.
+BY_DESIGN = ("torch/amp/grad_scaler.py", "torch/cuda/amp/grad_scaler.py")
+
 _BOOL_INDEXED = {"aten::index", "aten::index_put_", "aten::index_put", "aten::_index_put_impl_"}
 
 
@@ -47,26 +51,36 @@ class Recorder:
 
     def row(self) -> Optional[int]:
         """The line of the innermost frame in the user's script (the main thread's, from a worker thread)."""
-        frame = sys._getframe(1)
-        row = self._row_in(frame)
-        if row is None and threading.get_ident() != self.main_thread:
-            row = self._row_in(sys._current_frames().get(self.main_thread))
-        return row
+        return self.locate()[0]
 
-    def _row_in(self, frame: Any) -> Optional[int]:
+    def locate(self) -> Tuple[Optional[int], bool]:
+        """(user's line, whether a by-design PyTorch sync site lies between it and the op)."""
+        found = self._row_in(sys._getframe(1))
+        if found[0] is None and threading.get_ident() != self.main_thread:
+            found = self._row_in(sys._current_frames().get(self.main_thread))
+        return found
+
+    def _row_in(self, frame: Any) -> Tuple[Optional[int], bool]:
+        by_design = False
         while frame is not None:
-            if frame.f_code.co_filename == self.script:
-                return frame.f_lineno
+            filename = frame.f_code.co_filename
+            if filename == self.script:
+                return frame.f_lineno, by_design
+            if filename.replace("\\", "/").endswith(BY_DESIGN):
+                by_design = True
             frame = frame.f_back
-        return None
+        return None, by_design
 
     def record(self, kind: str, key: str, row: Optional[int] = None) -> None:
+        by_design = False
         if row is None:
-            row = self.row()
+            row, by_design = self.locate()
         entry = self.events.get((kind, key, row))
         if entry is None:
-            entry = self.events[(kind, key, row)] = {"count": 0, "steps": {name: set() for name in CLOCKS}}
+            entry = self.events[(kind, key, row)] = {"count": 0, "steps": {name: set() for name in CLOCKS},
+                                                     "by_design": 0}
         entry["count"] += 1
+        entry["by_design"] += by_design
         for name in CLOCKS:
             entry["steps"][name].add(self.clocks[name])
 
@@ -75,7 +89,7 @@ class Recorder:
 
     def as_json(self) -> List[Dict[str, Any]]:
         return [
-            {"kind": kind, "key": key, "row": row, "count": entry["count"],
+            {"kind": kind, "key": key, "row": row, "count": entry["count"], "by_design": entry["by_design"],
              "steps": {name: sorted(steps) for name, steps in entry["steps"].items()}}
             for (kind, key, row), entry in self.events.items()
         ]

@@ -77,6 +77,7 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
     raw = run.raw or {}
     script = options.script
     clocks = raw.get("clocks", {})
+    notes = list(raw.get("notes", []))
     clock = step_clock(clocks)
     total = clocks.get(clock, 0) if clock else 0
     fallbacks, syncs = [], []
@@ -86,11 +87,14 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
             fallbacks.append({"op": event["key"], "count": event["count"], "location": location})
         else:
             seen = event["steps"].get(clock, []) if clock else []
-            syncs.append({"kind": event["key"], "count": event["count"], "hot": is_hot(seen, total),
-                          "location": location})
+            hot = is_hot(seen, total)
+            if hot and event.get("by_design", 0) == event["count"]:
+                hot = False
+                notes.append(f"{script}:{event['row']}: the {event['key']} sync every step is GradScaler.step "
+                             "reading found_inf, which PyTorch does on every device; not counted as hot")
+            syncs.append({"kind": event["key"], "count": event["count"], "hot": hot, "location": location})
     errors = [{"type": e["type"], "message": e["message"], "location": _location(script, e.get("row"))}
               for e in raw.get("errors", [])]
-    notes = list(raw.get("notes", []))
     exit_code_script = raw.get("exit_code") if run.raw is not None else None
     if run.raw is None:
         if run.timed_out:

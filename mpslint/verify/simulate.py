@@ -42,6 +42,8 @@ CPU = torch.device("cpu")
 LIMITATIONS = (
     "simulated mps: ops run on the CPU, so speed, memory, numerics and macOS-version gates are not emulated",
     "simulated mps: restrictions inside existing MPS kernels (dtype/shape limits, mps.md §1.9) are not emulated",
+    "simulated mps: autocast(device_type=\"mps\") does not lower precision; torch.Generator(device=\"mps\"), "
+    "torch.load(map_location=\"mps\") and device moves inside torch's own Python code are not emulated",
 )
 
 _aten = torch.ops.aten

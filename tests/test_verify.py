@@ -1,0 +1,203 @@
+"""End to end: `mpslint verify --simulate` on scripts with known behaviour, and the same scripts run plainly on the CPU."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, Tuple
+
+import pytest
+
+pytest.importorskip("torch")
+
+from click.testing import CliRunner
+
+from mpslint.verify import messages
+from mpslint.verify.command import verify
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures" / "verify"
+SCRIPTS = ("clean_loop", "missing_kernel_loop", "float64_numpy", "item_per_step", "cpu_batch", "bounded_loop")
+
+
+def rel(name: str) -> str:
+    return f"fixtures/verify/{name}.py"
+
+
+def row_of(name: str, marker: str) -> int:
+    lines = (FIXTURES / f"{name}.py").read_text().splitlines()
+    rows = [i for i, line in enumerate(lines, 1) if marker in line]
+    assert len(rows) == 1, (name, marker, rows)
+    return rows[0]
+
+
+_runs: Dict[Tuple[str, ...], object] = {}
+
+
+def run_verify(*args: str):
+    """One verifier run per distinct command line for the whole module (each costs a torch import)."""
+    if args not in _runs:
+        _runs[args] = CliRunner().invoke(verify, list(args), catch_exceptions=False)
+    return _runs[args]
+
+
+def json_report(name: str, *extra: str) -> Tuple[dict, object]:
+    result = run_verify("--simulate", "--output-format", "json", *extra, rel(name))
+    return json.loads(result.stdout), result
+
+
+@pytest.fixture(scope="module", autouse=True)
+def in_repo_root(request):
+    mp = pytest.MonkeyPatch()
+    mp.chdir(ROOT)
+    yield
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def plain_runs() -> Dict[str, Tuple[str, str]]:
+    """Every fixture run as an ordinary CPU script, in one subprocess: (outcome, stdout) per script."""
+    driver = (
+        "import contextlib, io, json, runpy, sys\n"
+        "out = {}\n"
+        "for path in sys.argv[1:]:\n"
+        "    buf = io.StringIO()\n"
+        "    with contextlib.redirect_stdout(buf):\n"
+        "        try:\n"
+        "            runpy.run_path(path, run_name='__main__'); status = 'ok'\n"
+        "        except BaseException as exc:\n"
+        "            status = type(exc).__name__\n"
+        "    out[path] = (status, buf.getvalue())\n"
+        "print(json.dumps(out))\n"
+    )
+    paths = [rel(name) for name in SCRIPTS]
+    done = subprocess.run([sys.executable, "-c", driver, *paths], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env={"CUDA_VISIBLE_DEVICES": "", **dict(__import__("os").environ)})
+    assert done.returncode == 0, done.stderr
+    return {Path(k).stem: tuple(v) for k, v in json.loads(done.stdout.splitlines()[-1]).items()}
+
+
+def test_clean_loop_passes_on_mps_and_computes_what_the_cpu_computes(plain_runs):
+    result = run_verify("--simulate", rel("clean_loop"))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    # The script's own output is passed through, and it saw the mps device.
+    script_lines = [line for line in lines if line.startswith("device=")]
+    assert script_lines and script_lines[0].startswith("device=mps ")
+    report_lines = [line for line in lines if not line.startswith("device=")]
+    assert report_lines[0].startswith("PASS: fixtures/verify/clean_loop.py on mps (simulated)")
+    assert not any(line.startswith(("CPU fallbacks", "errors", "hot host syncs")) for line in report_lines)
+    assert any(line.startswith("note: simulated mps:") for line in report_lines)
+    # Same numbers as the plain CPU run: the emulated device computes on the CPU.
+    status, cpu_out = plain_runs["clean_loop"]
+    assert status == "ok"
+    assert cpu_out.strip().replace("device=cpu", "device=mps") == script_lines[0]
+
+
+def test_op_without_mps_kernel_in_a_loop_is_a_fallback_with_count_and_line(plain_runs):
+    report, result = json_report("missing_kernel_loop")
+    assert result.exit_code == 1 and report["verdict"] == "fail"
+    row = row_of("missing_kernel_loop", "pdist(features)")
+    assert report["fallbacks"] == [
+        {"op": "aten::_pdist_forward", "count": 4, "location": {"filename": rel("missing_kernel_loop"), "row": row}}
+    ]
+    assert report["errors"] == []
+    assert plain_runs["missing_kernel_loop"][0] == "ok"
+    assert set(report) == {"script", "device", "simulated", "torch_version", "verdict", "exit_code", "duration_s",
+                           "fallbacks", "syncs", "errors", "static"}
+    assert report["device"] == "mps" and report["simulated"] is True and report["exit_code"] == 0
+
+
+def test_float64_numpy_to_device_fails_at_that_line(plain_runs):
+    report, result = json_report("float64_numpy")
+    assert result.exit_code == 1 and report["verdict"] == "fail"
+    row = row_of("float64_numpy", "torch.from_numpy(features).to(device)")
+    assert report["errors"] == [{"type": "TypeError", "message": messages.FLOAT64,
+                                 "location": {"filename": rel("float64_numpy"), "row": row}}]
+    assert report["exit_code"] == 1
+    assert {"code": "MPS303", "row": row, "status": "confirmed"} in report["static"]
+    # The script's own output before the failure is passed through, and on the CPU it runs to the end.
+    assert "loaded (3, 4)" in result.stderr
+    status, cpu_out = plain_runs["float64_numpy"]
+    assert status == "ok" and "loaded (3, 4)" in cpu_out and "total=" in cpu_out
+
+
+def test_item_every_step_is_a_hot_sync_with_the_step_count(plain_runs):
+    report, result = json_report("item_per_step")
+    assert result.exit_code == 1 and report["verdict"] == "fail"
+    row = row_of("item_per_step", "history.append(loss.item())")
+    assert {"kind": "item", "count": 6, "hot": True,
+            "location": {"filename": rel("item_per_step"), "row": row}} in report["syncs"]
+    # The final .item() after the loop is a sync too, but not a hot one.
+    final = row_of("item_per_step", "print(f\"steps=")
+    assert [s["hot"] for s in report["syncs"] if s["location"]["row"] == final] in ([], [False])
+    assert {"code": "MPS201", "row": row, "status": "confirmed"} in report["static"]
+    status, cpu_out = plain_runs["item_per_step"]
+    assert status == "ok" and cpu_out.startswith("steps=6 ")
+
+
+def test_cpu_batch_into_model_on_mps_fails_at_the_forward_call(plain_runs):
+    report, result = json_report("cpu_batch")
+    assert result.exit_code == 1
+    row = row_of("cpu_batch", "outputs = model(batch)")
+    (error,) = report["errors"]
+    assert error["type"] == "RuntimeError" and error["location"]["row"] == row
+    assert messages.error_kind(error["type"], error["message"]) == "device-mismatch"
+    assert error["message"] == messages.LINEAR_INPUT  # nn.Linear's MPS kernel checks its input first
+    assert plain_runs["cpu_batch"][0] == "ok"
+    # The traceback the user sees is the script's, not the verifier's.
+    assert 'File "fixtures/verify/cpu_batch.py", line %d' % row in result.stderr
+    assert "mpslint/verify" not in result.stderr
+
+
+def test_max_steps_bounds_dataloaders_and_synchronize_every_step_is_hot(plain_runs):
+    report, result = json_report("bounded_loop", "--max-steps", "2")
+    assert "batches=[2, 2, 2] ticks=7" in result.stderr
+    assert plain_runs["bounded_loop"] == ("ok", "batches=[50, 50, 50] ticks=7\n")
+    row = row_of("bounded_loop", "torch.mps.synchronize()")
+    assert {"kind": "synchronize", "count": 6, "hot": True,
+            "location": {"filename": rel("bounded_loop"), "row": row}} in report["syncs"]
+    assert report["verdict"] == "fail" and result.exit_code == 1
+
+
+def test_fixed_cuda_training_script_passes(tmp_path):
+    """Fix, then prove: `mpslint --fix` on a CUDA training script, then verify the result on mps."""
+    from mpslint.config import Settings
+    from mpslint.fixer import fix_text
+
+    source = (FIXTURES / "cuda_train.py").read_text()
+    outcome = fix_text(source, "cuda_train.py", Settings())
+    fixed = getattr(outcome, "text", outcome)
+    assert fixed != source and ".cuda" not in fixed.replace("torch.cuda.is_available", "")
+    script = tmp_path / "train_fixed.py"
+    script.write_text(fixed)
+    result = CliRunner().invoke(verify, ["--simulate", "--max-steps", "5", "--output-format", "json", str(script)],
+                                catch_exceptions=False)
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "pass", (report, result.stderr)
+    assert result.exit_code == 0
+
+
+def test_usage_errors_exit_2(tmp_path):
+    result = CliRunner().invoke(verify, [str(tmp_path / "missing.py")])
+    assert result.exit_code == 2
+
+
+def test_without_mps_and_without_simulate_it_suggests_simulate(monkeypatch):
+    from mpslint.verify import launcher
+
+    monkeypatch.setattr(launcher, "launch", lambda options, **kw: launcher.Run({"status": "no-device"}, 0, False, 0.1))
+    result = CliRunner().invoke(verify, [rel("clean_loop")])
+    assert result.exit_code == 2
+    assert "mpslint verify --simulate fixtures/verify/clean_loop.py" in result.stderr
+
+
+def test_a_verifier_crash_exits_2(monkeypatch):
+    from mpslint.verify import launcher
+
+    raw = {"status": "verifier-error", "message": "Traceback ...\nImportError: boom"}
+    monkeypatch.setattr(launcher, "launch", lambda options, **kw: launcher.Run(raw, 2, False, 0.1))
+    result = CliRunner().invoke(verify, ["--simulate", rel("clean_loop")])
+    assert result.exit_code == 2 and "ImportError: boom" in result.stderr
