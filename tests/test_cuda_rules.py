@@ -1,0 +1,601 @@
+"""MPS101-MPS108: positives, traps, import aliases, version floors, fixes, messages."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from helpers import check, codes, fix, rows
+
+HELPER_2_0 = '''
+
+def pick_device() -> torch.device:
+    """CUDA if available, then Apple's MPS, then the CPU."""
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+'''
+
+
+def fixed(source, select=None, **kw):
+    outcome = fix(source, select, **kw)
+    assert outcome.error is None
+    cst.parse_module(outcome.text)
+    again = fix(outcome.text, select, **kw)
+    assert again.text == outcome.text, "not idempotent"
+    return outcome.text
+
+
+def d(source: str) -> str:
+    return textwrap.dedent(source)
+
+
+# --------------------------------------------------------------------- MPS101
+
+
+def test_cuda_method_on_modules_and_tensors():
+    src = """
+    import torch
+    model = torch.nn.Linear(2, 2).cuda()
+    x = torch.ones(2).cuda(non_blocking=True)
+    y = x.cuda(0)
+    """
+    assert rows(src, "MPS101") == [3, 4, 5]
+
+
+def test_cuda_method_message():
+    [diag] = check("import torch\nx = torch.ones(1).cuda()\n", ["MPS101"])
+    assert "`.cuda()`" in diag.message and "`.to(device)`" in diag.message
+
+
+def test_user_flag_does_not_silence_placement():
+    src = """
+    import torch
+    model = torch.nn.Linear(2, 2)
+    if args.cuda:
+        model.cuda()
+    if torch.cuda.is_available():
+        model = model.cuda()
+    """
+    assert rows(src, "MPS101") == [5, 7]
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        # a test on the chosen device: already device-aware
+        "import torch\nif x.device.type == 'cuda':\n    y = y.cuda()\n",
+        "import torch\nif x.is_cuda:\n    y = y.cuda()\n",
+        # a branch of a cuda -> mps -> cpu chain
+        "import torch\nif torch.cuda.is_available():\n    m.cuda()\nelif torch.backends.mps.is_available():\n    m.to('mps')\n",
+        # implementing .cuda() is not calling it
+        "import torch\nclass W(torch.nn.Module):\n    def cuda(self, device=None):\n        return super().cuda(device)\n",
+        # a module's `cuda`, not a tensor's
+        "import numba\nimport torch\nnumba.cuda()\n",
+    ],
+)
+def test_cuda_method_traps(src):
+    assert "MPS101" not in codes(src, ["MPS101"])
+
+
+def test_cuda_method_reuses_a_cuda_device_variable():
+    src = """
+    import torch
+    device = torch.device("cuda")
+    x = torch.ones(1).cuda()
+    """
+    out = fixed(src, ["MPS101"])
+    assert "x = torch.ones(1).to(device)" in out
+    assert "pick_device" not in out
+
+
+def test_cuda_method_hoists_device_when_none_is_in_scope():
+    src = """
+    import torch
+
+
+    def f(x):
+        return x.cuda()
+    """
+    out = fixed(src, ["MPS101"])
+    assert out == "\nimport torch\n" + HELPER_2_0 + "\n\nDEVICE = pick_device()\n\n\ndef f(x):\n    return x.to(DEVICE)\n"
+
+
+def test_device_variable_that_may_not_prefer_cuda_is_not_reused():
+    # `device` is a parameter: a caller may pass "cpu" on a CUDA machine, where .cuda() went to CUDA.
+    src = """
+    import torch
+
+
+    def f(x, device):
+        return x.cuda()
+    """
+    assert "x.to(DEVICE)" in fixed(src, ["MPS101"])
+
+
+def test_device_defined_after_the_use_is_not_reused():
+    src = """
+    import torch
+    x = torch.ones(1).cuda()
+    device = torch.device("cuda")
+    """
+    assert "x = torch.ones(1).to(DEVICE)" in fixed(src, ["MPS101"])
+
+
+def test_non_blocking_kept_on_cuda_only():
+    src = "import torch\ndevice = torch.device('cuda')\nx = torch.ones(1).cuda(non_blocking=True)\n"
+    assert 'x = torch.ones(1).to(device, non_blocking=device.type == "cuda")' in fixed(src, ["MPS101"])
+
+
+def test_string_device_variable_is_compared_as_a_string():
+    src = "import torch\ndevice = 'cuda'\nx = torch.ones(1).cuda(non_blocking=True)\n"
+    assert 'x = torch.ones(1).to(device, non_blocking=device == "cuda")' in fixed(src, ["MPS101"])
+
+
+def test_explicit_gpu_index_has_no_fix():
+    [diag] = check("import torch\nx = torch.ones(1).cuda(rank)\n", ["MPS101"])
+    assert diag.fix is None
+
+
+def test_helper_after_docstring_future_and_imports():
+    src = '''
+    """Doc."""
+    from __future__ import annotations
+
+    import os
+    import torch
+
+    x = torch.ones(1).cuda()
+    '''
+    out = fixed(src, ["MPS101"])
+    assert out.index("import torch") < out.index("def pick_device") < out.index("DEVICE = pick_device()") < out.index("x = ")
+
+
+def test_project_helper_is_imported_per_setting():
+    src = "import torch\n\nx = torch.ones(1).cuda()\n"
+    out = fixed(src, ["MPS101"], device_helper="myproj.devices:best_device")
+    assert out == (
+        "import torch\nfrom myproj.devices import best_device\n\n\nDEVICE = best_device()\n\nx = torch.ones(1).to(DEVICE)\n"
+    )
+
+
+def test_floor_2_7_uses_the_accelerator_one_liner():
+    out = fixed("import torch\nx = torch.ones(1).cuda()\n", ["MPS101"], torch_version="2.7")
+    assert 'return torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")' in out
+    assert "torch.backends.mps" not in out
+
+
+def test_existing_helper_and_device_are_reused():
+    src = "import torch\n" + HELPER_2_0 + "\n\nDEVICE = pick_device()\nx = torch.ones(1).cuda()\n"
+    out = fixed(src, ["MPS101"])
+    assert out.count("def pick_device") == 1 and out.count("DEVICE = pick_device()") == 1
+    assert out.endswith("x = torch.ones(1).to(DEVICE)\n")
+
+
+def test_no_fix_without_a_module_level_torch_import():
+    src = "def f(x):\n    import torch\n    return x.cuda()\n"
+    [diag] = check(src, ["MPS101"])
+    assert diag.fix is None
+
+
+# --------------------------------------------------------------------- MPS102
+
+
+def test_device_literals_that_place():
+    src = """
+    import argparse
+    import torch
+    device = torch.device("cuda")
+    x = torch.zeros(3, device="cuda:0")
+    y = x.to("cuda")
+    state = torch.load("w.pt", map_location="cuda")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cuda")
+
+
+    def run(model, device="cuda"):
+        pass
+    """
+    assert rows(src, "MPS102") == [4, 5, 6, 7, 9, 12]
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "import torch\nok = device.type == 'cuda'\n",
+        "import torch\nok = 'cuda' in str(dev)\n",
+        "import torch\nok = str(dev).startswith('cuda')\n",
+        "import torch\nparser.add_argument('--device', choices=['cuda', 'cpu'])\n",
+        "import torch\nBACKENDS = {'cuda': 'nccl', 'cpu': 'gloo'}\n",
+        "import torch\nprint('moving to cuda')\n",
+        "import torch\nbackend = 'cuda'\n",
+        "import torch\nwith torch.autocast('cuda'):\n    pass\n",
+        "import torch\nif device.type == 'cuda':\n    x = x.to('cuda')\n",
+        "import torch\nd = 'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'\n",
+        "import torch\ndef get():\n    if torch.cuda.is_available():\n        return 'cuda'\n    if torch.backends.mps.is_available():\n        return 'mps'\n    return 'cpu'\n",
+    ],
+)
+def test_device_literal_traps(src):
+    assert "MPS102" not in codes(src, ["MPS102"])
+
+
+def test_cuda_or_cpu_choice_is_one_finding():
+    src = 'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+    assert codes(src) == ["MPS103"]
+
+
+def test_device_literal_fixes():
+    src = """
+    import torch
+    device = "cuda"
+    x = torch.zeros(3, device="cuda")
+    """
+    out = fixed(src, ["MPS102"])
+    assert 'device = pick_device().type' in out
+    assert 'x = torch.zeros(3, device=device)' in out
+
+
+def test_indexed_device_literal_has_no_fix():
+    [diag] = check("import torch\nd = torch.device('cuda:1')\n", ["MPS102"])
+    assert diag.fix is None and '"cuda:1"' in diag.message
+
+
+def test_argparse_default_with_choices_without_mps_has_no_fix():
+    src = "import torch\nparser.add_argument('--device', default='cuda', choices=['cuda', 'cpu'])\n"
+    [diag] = check(src, ["MPS102"])
+    assert diag.fix is None
+
+
+# --------------------------------------------------------------------- MPS103
+
+
+def test_cuda_only_choices():
+    src = """
+    import torch
+    a = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    b = "cuda" if use_cuda else "cpu"
+    if torch.cuda.is_available():
+        c = torch.device("cuda")
+    else:
+        c = torch.device("cpu")
+    """
+    assert rows(src, "MPS103") == [3, 4, 5]
+
+
+def test_cuda_only_choice_fixes():
+    src = """
+    import torch
+    a = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    b = "cuda" if torch.cuda.is_available() else "cpu"
+    if torch.cuda.is_available():
+        c = torch.device("cuda")
+    else:
+        c = torch.device("cpu")
+    """
+    out = fixed(src, ["MPS103"])
+    assert "a = pick_device()\nb = pick_device().type\nc = pick_device()\n" in out
+
+
+def test_a_user_flag_in_the_choice_keeps_it_unfixed():
+    [diag] = check('import torch\nd = "cuda" if args.cuda and torch.cuda.is_available() else "cpu"\n', ["MPS103"])
+    assert diag.fix is None
+    assert "never MPS" in diag.message
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "import torch\nd = 'cuda' if torch.cuda.is_available() else 'mps'\n",
+        "import torch\nd = 'cuda' if torch.cuda.is_available() else 'cpu'\nif torch.backends.mps.is_available():\n    d = 'mps'\n",
+        "import torch\nif torch.cuda.is_available():\n    d = 'cuda'\nelif torch.backends.mps.is_available():\n    d = 'mps'\nelse:\n    d = 'cpu'\n",
+        "import torch\nif torch.cuda.is_available():\n    torch.cuda.manual_seed_all(0)\n",
+        "import torch\nbackend = 'nccl' if torch.cuda.is_available() else 'gloo'\n",
+    ],
+)
+def test_cuda_only_choice_traps(src):
+    assert "MPS103" not in codes(src, ["MPS103"])
+
+
+def test_the_inserted_helper_is_silent():
+    src = "import torch\nx = torch.ones(1).cuda()\n"
+    assert codes(fixed(src)) == []
+
+
+# --------------------------------------------------------------------- MPS104
+
+
+def test_torch_cuda_apis():
+    src = """
+    import torch
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    n = torch.cuda.device_count()
+    m = torch.cuda.memory_allocated()
+    e = torch.cuda.Event(enable_timing=True)
+    """
+    assert rows(src, "MPS104") == [3, 4, 5, 6, 7]
+
+
+def test_torch_cuda_api_message():
+    [diag] = check("import torch\ntorch.cuda.synchronize()\n", ["MPS104"])
+    assert diag.message.startswith("`torch.cuda.synchronize()` only acts on CUDA")
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n",
+        "import torch\nif device.type == 'cuda':\n    torch.cuda.empty_cache()\n",
+        "import torch\nif args.cuda:\n    torch.cuda.manual_seed(1)\n",
+        "import torch\ndef f():\n    if not torch.cuda.is_available():\n        return\n    torch.cuda.synchronize()\n",
+        "import torch\nn = torch.cuda.device_count() if torch.cuda.is_available() else 0\n",
+        "import torch\nok = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8\n",
+        "import torch\nok = torch.cuda.is_available()\n",
+    ],
+)
+def test_torch_cuda_api_traps(src):
+    assert "MPS104" not in codes(src, ["MPS104"])
+
+
+def test_aliases_resolve():
+    src = """
+    import torch as th
+    from torch import cuda
+    from torch.cuda import synchronize
+    th.cuda.synchronize()
+    cuda.synchronize()
+    synchronize()
+    """
+    assert rows(src, "MPS104") == [5, 6, 7]
+
+
+def test_synchronize_fix_is_guarded_for_machines_without_accelerator():
+    out = fixed("import torch\nfor _ in range(2):\n    torch.cuda.synchronize()\n", ["MPS104"])
+    assert out == (
+        "import torch\nfor _ in range(2):\n    if torch.accelerator.is_available():\n        torch.accelerator.synchronize()\n"
+    )
+
+
+def test_synchronize_before_torch_2_6_switches_on_the_device():
+    out = fixed("import torch\ndevice = torch.device('cuda')\ntorch.cuda.synchronize()\n", ["MPS104"], torch_version="2.5")
+    assert out.endswith(
+        'if device.type == "cuda":\n    torch.cuda.synchronize()\nelif device.type == "mps":\n    torch.mps.synchronize()\n'
+    )
+
+
+def test_synchronize_inside_an_expression_has_no_fix():
+    [diag] = check("import torch\ncallback = lambda: torch.cuda.synchronize()\n", ["MPS104"])
+    assert diag.fix is None
+
+
+def test_renames_are_version_gated():
+    src = "import torch\nn = torch.cuda.device_count()\n"
+    assert fixed(src, ["MPS104"]) == "import torch\nn = torch.accelerator.device_count()\n"
+    assert fixed(src, ["MPS104"], torch_version="2.5") == src
+
+
+def test_seed_after_torch_manual_seed_is_removed_safely():
+    src = "import torch\ntorch.manual_seed(7)\nrandom.seed(7)\ntorch.cuda.manual_seed_all(7)\nx = 1\n"
+    [diag] = check(src, ["MPS104"])
+    assert diag.fix.applicability.value == "safe"
+    assert fixed(src, ["MPS104"]) == "import torch\ntorch.manual_seed(7)\nrandom.seed(7)\nx = 1\n"
+
+
+def test_lone_cuda_seed_fix_is_unsafe():
+    src = "import torch\ntorch.cuda.manual_seed(7)\n"
+    [diag] = check(src, ["MPS104"])
+    assert diag.fix.applicability.value == "unsafe"
+    assert fix(src, ["MPS104"]).text == src
+    assert fix(src, ["MPS104"], unsafe=True).text == "import torch\ntorch.manual_seed(7)\n"
+
+
+def test_seed_with_other_work_in_between_is_not_removed():
+    src = "import torch\ntorch.manual_seed(7)\nx = torch.rand(1, device='cuda')\ntorch.cuda.manual_seed(7)\n"
+    [diag] = check(src, ["MPS104"])
+    assert diag.fix.applicability.value == "unsafe"
+
+
+def test_memory_statistics_have_no_fix():
+    [diag] = check("import torch\nm = torch.cuda.max_memory_allocated()\n", ["MPS104"])
+    assert diag.fix is None
+
+
+def test_unused_torch_cuda_import_is_removed_after_the_fix():
+    src = "import torch\nfrom torch import cuda\ncuda.synchronize()\n"
+    assert fixed(src, ["MPS104"]) == (
+        "import torch\nif torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n"
+    )
+
+
+# --------------------------------------------------------------------- MPS105
+
+
+def test_amp_findings():
+    src = """
+    import torch
+    scaler = torch.cuda.amp.GradScaler()
+    with torch.cuda.amp.autocast():
+        pass
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        pass
+    s2 = torch.amp.GradScaler("cuda")
+    s3 = torch.amp.GradScaler()
+    """
+    assert rows(src, "MPS105") == [3, 4, 6, 8, 9]
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "import torch\nwith torch.autocast(device_type=device.type):\n    pass\n",
+        "import torch\ns = torch.amp.GradScaler(device.type)\n",
+        "import torch\nif torch.cuda.is_available():\n    s = torch.cuda.amp.GradScaler()\n",
+        "import torch\nwith torch.autocast('cpu'):\n    pass\n",
+    ],
+)
+def test_amp_traps(src):
+    assert "MPS105" not in codes(src, ["MPS105"])
+
+
+def test_amp_aliases():
+    src = """
+    import torch
+    from torch.cuda import amp
+    from torch.cuda.amp import autocast, GradScaler
+    a = amp.GradScaler()
+    b = GradScaler()
+    with autocast():
+        pass
+    """
+    assert rows(src, "MPS105") == [5, 6, 7]
+
+
+def test_amp_fix_keeps_cpu_behaviour_and_user_flags():
+    src = """
+    import torch
+    device = torch.device("cuda")
+    scaler = torch.cuda.amp.GradScaler(init_scale=1024, enabled=args.amp)
+    with torch.cuda.amp.autocast(enabled=args.amp, dtype=torch.float16):
+        pass
+    """
+    out = fixed(src, ["MPS105"])
+    assert 'scaler = torch.amp.GradScaler(device.type, init_scale=1024, enabled=args.amp and device.type != "cpu")' in out
+    assert 'with torch.autocast(device_type=device.type, dtype=torch.float16, enabled=args.amp and device.type != "cpu"):' in out
+
+
+def test_amp_fix_removes_the_imports_it_made_unused():
+    src = """
+    import torch
+    from torch.cuda.amp import autocast, GradScaler
+    device = torch.device("cuda")
+    scaler = GradScaler()
+    with autocast():
+        pass
+    """
+    out = fixed(src, ["MPS105"])
+    assert "torch.cuda.amp" not in out
+    assert "import torch\ndevice" in out
+
+
+@pytest.mark.parametrize(
+    "floor,scaler,autocast",
+    [
+        ("2.2", None, None),
+        ("2.4", 'enabled=device.type == "cuda"', None),
+        ("2.5", 'enabled=device.type == "cuda"', 'enabled=device.type != "cpu"'),
+        ("2.8", 'enabled=device.type != "cpu"', 'enabled=device.type != "cpu"'),
+    ],
+)
+def test_amp_fixes_follow_the_torch_floor(floor, scaler, autocast):
+    src = "import torch\ndevice = torch.device('cuda')\ns = torch.cuda.amp.GradScaler()\nwith torch.cuda.amp.autocast():\n    pass\n"
+    diags = {d.location.row: d for d in check(src, ["MPS105"], torch_version=floor)}
+    assert (diags[3].fix is None) == (scaler is None)
+    assert (diags[4].fix is None) == (autocast is None)
+    if scaler:
+        assert scaler in diags[3].fix.message
+    if autocast:
+        assert autocast in diags[4].fix.message
+
+
+def test_bfloat16_autocast_needs_2_6_on_mps():
+    src = "import torch\ndevice = torch.device('cuda')\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n"
+    assert check(src, ["MPS105"], torch_version="2.5")[0].fix is None
+    assert check(src, ["MPS105"], torch_version="2.6")[0].fix is not None
+
+
+def test_custom_fwd_is_reported_without_fix():
+    src = "import torch\n@torch.cuda.amp.custom_fwd\ndef f(x):\n    return x\n"
+    [diag] = check(src, ["MPS105"])
+    assert diag.fix is None and "custom_fwd" in diag.message
+
+
+# --------------------------------------------------------------------- MPS106-MPS108
+
+
+def test_cudnn_settings():
+    src = """
+    import torch
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cuda.matmul.allow_tf32 = True
+    if torch.cuda.is_available():
+        torch.backends.cudnn.benchmark = True
+    print(torch.backends.cudnn.benchmark)
+    """
+    assert rows(src, "MPS106") == [3, 4, 5]
+    messages = [d.message for d in check(src, ["MPS106"])]
+    assert "use_deterministic_algorithms" in messages[1]
+
+
+def test_legacy_tensor_types():
+    src = """
+    import torch
+    from torch.cuda import LongTensor
+    a = torch.cuda.FloatTensor([1.0])
+    b = LongTensor(2, 3)
+    c = torch.FloatTensor([1.0])
+    T = torch.cuda.HalfTensor if cuda else torch.HalfTensor
+    """
+    assert rows(src, "MPS107") == [4, 5, 7]
+
+
+def test_legacy_tensor_fix_is_unsafe_and_literal_only():
+    src = "import torch\ndevice = torch.device('cuda')\na = torch.cuda.FloatTensor([1.0])\nb = torch.cuda.LongTensor(2, 3)\nc = torch.cuda.FloatTensor(data)\n"
+    assert fix(src, ["MPS107"]).text == src
+    out = fix(src, ["MPS107"], unsafe=True).text
+    assert "a = torch.tensor([1.0], dtype=torch.float32, device=device)" in out
+    assert "b = torch.empty(2, 3, dtype=torch.int64, device=device)" in out
+    assert "c = torch.cuda.FloatTensor(data)" in out
+
+
+def test_cuda_only_features():
+    src = """
+    import os
+    import pynvml
+    import torch
+    import torch.distributed as dist
+    os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+    s = torch.cuda.Stream()
+    g = torch.cuda.CUDAGraph()
+    torch.cuda.nvtx.range_push("x")
+    m = torch.nn.DataParallel(model)
+    dist.init_process_group(backend="nccl")
+    """
+    assert rows(src, "MPS108") == [3, 6, 7, 8, 9, 10, 11]
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "import os\nimport torch\nv = os.environ.get('CUDA_VISIBLE_DEVICES')\n",
+        "import torch\nif torch.cuda.is_available():\n    s = torch.cuda.Stream()\n",
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl' if torch.cuda.is_available() else 'gloo')\n",
+        "import torch\nif torch.cuda.device_count() > 1:\n    model = torch.nn.DataParallel(model)\n",
+        "import torch\ndef f(s: torch.cuda.Stream):\n    pass\n",
+    ],
+)
+def test_cuda_only_feature_traps(src):
+    assert "MPS108" not in codes(src, ["MPS108"])
+
+
+# --------------------------------------------------------------------- prefilter
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in __import__("pathlib").Path(__file__).resolve().parent.parent.glob("fixtures/cuda/*.py")),
+    ids=lambda p: p.name,
+)
+def test_prefilter_never_changes_results(path):
+    from mpslint.config import Settings
+    from mpslint.engine import check_text
+
+    text = path.read_text(encoding="utf-8")
+    settings = Settings(select=frozenset(c for c in Settings().select if c.startswith("MPS1")))
+    with_filter = check_text(text, str(path), settings).diagnostics
+    without = check_text(text, str(path), settings, prefilter=False).diagnostics
+    assert with_filter == without
