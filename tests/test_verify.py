@@ -180,6 +180,16 @@ def test_fixed_cuda_training_script_passes(tmp_path):
     assert result.exit_code == 0
 
 
+def test_golden_fixed_cuda_fixture_passes_with_max_steps():
+    """The MPS1xx fixer's golden output for a CUDA AMP training script runs clean on mps."""
+    result = run_verify("--simulate", "--max-steps", "5", "--output-format", "json",
+                        "fixtures/cuda/train_cuda.fixed.py", "--", "--steps", "8")
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "pass", (report, result.stderr)
+    assert report["exit_code"] == 0 and result.exit_code == 0
+    assert "final loss" in result.stderr  # the script ran to its end, with its own arguments
+
+
 def test_usage_errors_exit_2(tmp_path):
     result = CliRunner().invoke(verify, [str(tmp_path / "missing.py")])
     assert result.exit_code == 2

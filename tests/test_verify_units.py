@@ -167,8 +167,10 @@ def test_real_error_texts_fail_with_advice_and_confirm_static_findings():
 
 
 def test_a_run_without_a_report_is_a_failure_not_a_pass():
-    timed_out = report.build(launcher.Options("t.py"), launcher.Run(None, -15, True, 1.0))
-    assert timed_out.report["errors"][0]["type"] == "Timeout" and timed_out.report["exit_code"] is None
+    timed_out = report.build(launcher.Options("t.py", timeout=30), launcher.Run(None, -15, True, 1.0))
+    assert timed_out.report["errors"] == [{"type": "Timeout", "message": "the script did not finish within 30 s",
+                                           "location": None}]
+    assert timed_out.report["exit_code"] is None
     assert timed_out.exit_code == 1
     died = report.build(launcher.Options("t.py"), launcher.Run(None, -11, False, 1.0))
     assert died.report["errors"][0]["type"] == "Crash" and died.exit_code == 1

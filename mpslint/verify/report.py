@@ -93,12 +93,14 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
                 notes.append(f"{script}:{event['row']}: the {event['key']} sync every step is GradScaler.step "
                              "reading found_inf, which PyTorch does on every device; not counted as hot")
             syncs.append({"kind": event["key"], "count": event["count"], "hot": hot, "location": location})
-    errors = [{"type": e["type"], "message": e["message"], "location": _location(script, e.get("row"))}
+    limit = f"the script did not finish within {options.timeout:g} s" if options.timeout else None
+    errors = [{"type": e["type"], "message": limit if e["type"] == "Timeout" and limit else e["message"],
+               "location": _location(script, e.get("row"))}
               for e in raw.get("errors", [])]
     exit_code_script = raw.get("exit_code") if run.raw is not None else None
     if run.raw is None:
         if run.timed_out:
-            errors.append({"type": "Timeout", "message": "the script did not finish within the timeout",
+            errors.append({"type": "Timeout", "message": limit or "the script did not finish within the timeout",
                            "location": None})
         else:
             errors.append({"type": "Crash", "message": f"the script died without a report "
