@@ -28,8 +28,13 @@ def _argument(call: cst.Call, name: str, position: Optional[int]) -> Optional[cs
 
 
 def _given(call: cst.Call, name: str, position: Optional[int]) -> bool:
+    """Passed with a value that may be set; a forwarded ``max_norm=self.max_norm`` is unknown, so not."""
     value = _argument(call, name, position)
-    return value is not None and not (isinstance(value, cst.Name) and value.value in FALSY)
+    if value is None or (isinstance(value, cst.Name) and value.value in FALSY):
+        return False
+    forwarded = (isinstance(value, cst.Name) and value.value == name) or (
+        isinstance(value, cst.Attribute) and value.attr.value == name)
+    return not forwarded
 
 
 def _is_one(node: cst.CSTNode) -> bool:

@@ -11,8 +11,11 @@ decompositions, so a lookup in the op table answers "does this run on mps?".
 An entry applies under a condition on the call's arguments (``Reach.when``):
 
 - ``None``: always;
-- ``("kwarg", name, position)``: the argument is passed and not literally
-  ``None``/``False`` (``nn.Embedding(max_norm=...)``);
+- ``("kwarg", name, position)`` / ``("kwarg-true", ...)``: the argument is
+  passed, not literally ``None``/``False``, and not forwarded from a same-named
+  variable or attribute (``F.embedding(x, w, max_norm=self.max_norm)`` in a
+  module that re-implements ``Embedding.forward`` is usually ``None``);
+- ``("not-kwarg", name, position)``: the opposite;
 - ``("not-output-size-1", name, position)``: the output size argument is not the
   literal ``1`` (or a tuple of 1s): ``AdaptiveAvgPool3d(1)`` decomposes to ``mean``;
 - ``("mode", value)``: the ``mode=`` argument is the literal ``value``
@@ -68,7 +71,8 @@ _add(["torch.geqrf", "Tensor.geqrf"], "geqrf", method_safe=True)
 _add(["torch.ormqr", "Tensor.ormqr"], "ormqr", method_safe=True)
 _add(["torch.mode"], "mode")
 _add(["torch.take"], "take")
-_add(["Tensor.put_", "torch.put", "Tensor.put"], "put_", method_safe=True)
+_add(["Tensor.put_"], "put_", method_safe=True)
+_add(["torch.put"], "put_")  # not ``x.put(...)``: that is almost always a queue
 _add(["torch.frexp", "Tensor.frexp"], "frexp.Tensor_out", method_safe=True)
 _add(["torch.heaviside", "Tensor.heaviside"], "heaviside.out", method_safe=True)
 _add(["torch.logspace"], "logspace.out")
