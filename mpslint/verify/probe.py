@@ -128,6 +128,9 @@ class ProbeMode(TorchDispatchMode):
     def __init__(self, recorder: Recorder) -> None:
         super().__init__()
         self.recorder = recorder
+        # set_warn_always(True) makes PyTorch's warn-once warnings repeat; a registry
+        # gives them back the once-per-location of Python's default filter.
+        self.registry: Dict[Any, Any] = {}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -143,7 +146,7 @@ class ProbeMode(TorchDispatchMode):
                 self.recorder.record("fallback", op)
             else:  # not ours: back through the script's own filters
                 warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno,
-                                       source=warning.source)
+                                       registry=self.registry, source=warning.source)
         return out
 
 
