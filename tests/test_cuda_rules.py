@@ -599,3 +599,52 @@ def test_prefilter_never_changes_results(path):
     with_filter = check_text(text, str(path), settings).diagnostics
     without = check_text(text, str(path), settings, prefilter=False).diagnostics
     assert with_filter == without
+
+
+# --------------------------------------------------------------------- traps found on the transformers corpus
+
+
+@pytest.mark.parametrize(
+    "src,code",
+    [
+        # cache_utils.py: a quantizer's own `cuda` method, not Tensor.cuda
+        ("import torch\nself.quantizer.cuda(qtensor, meta=meta, device=dev)\n", "MPS101"),
+        # runner_onnx.py / quantizer_nvfp4.py: one GPU per process, distributed CUDA code
+        ("import torch\ndef device(self):\n    return torch.device('cuda', int(options['device_id']))\n", "MPS102"),
+        # modeling_bark.py: CUDA only as the fallback when no accelerator was found
+        ("import torch\nt = (get_current_accelerator() or torch.device('cuda')).type\n", "MPS102"),
+        # trainer.py: DataParallel under `n_gpu > 1`
+        ("import torch\nif args.n_gpu > 1:\n    model = torch.nn.DataParallel(model)\n", "MPS108"),
+        # modeling_reformer.py: a test that reads torch.cuda state is a CUDA guard
+        ("import torch\nif len(torch.cuda.default_generators) > 0:\n    i = torch.cuda.current_device()\n", "MPS104"),
+        # testing_utils.py: skip decorators about CUDA GPUs
+        ("import torch\nd = unittest.skipUnless(torch.cuda.device_count() > 1, 'needs 2 GPUs')\n", "MPS104"),
+        # testing_utils.py / import_utils.py: helpers whose name says they are about CUDA
+        ("import torch\ndef get_gpu_count():\n    return torch.cuda.device_count()\n", "MPS104"),
+        ("import torch\ndef is_cuda_stream_capturing():\n    return torch.cuda.is_current_stream_capturing()\n", "MPS108"),
+        ("import torch\ndef _as_cuda_device(i):\n    return torch.device('cuda', 0)\n", "MPS102"),
+        # import_utils.py: early exit with `not torch.cuda.is_available() or ...`
+        (
+            "import torch\ndef tf32():\n    if not torch.cuda.is_available() or torch.version.cuda is None:\n"
+            "        return False\n    return torch.cuda.get_device_properties(0).major >= 8\n",
+            "MPS104",
+        ),
+        # msa_attention.py: the right side of `or` only runs on CUDA
+        ("import torch\nok = q.device.type != 'cuda' or torch.cuda.get_device_capability(q.device)[0] != 10\n", "MPS104"),
+    ],
+)
+def test_corpus_traps(src, code):
+    assert code not in codes(src, [code])
+
+
+def test_no_helper_before_a_guarded_torch_import():
+    # testing_utils.py: torch comes from `if is_torch_available(): import torch`
+    src = "from .utils import is_torch_available\n\nif is_torch_available():\n    import torch\n\nx = torch.ones(1).cuda()\n"
+    out = fixed(src, ["MPS101"])
+    assert out.index("import torch") < out.index("def pick_device")
+
+
+def test_no_helper_when_torch_is_imported_after_other_code():
+    src = "import os\n\n\ndef f(x):\n    return x.cuda()\n\n\nimport torch\n"
+    [diag] = check(src, ["MPS101"])
+    assert diag.fix is None

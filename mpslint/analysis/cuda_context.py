@@ -107,8 +107,13 @@ def test_kind(ctx, test: cst.BaseExpression) -> Optional[str]:
         if all(isinstance(op, (cst.Equal, cst.Is, cst.In)) for op in operators):
             if any(_is_cuda_string_test(p) for p in parts):
                 return DEVICE
-        # torch.cuda.device_count() > 0 / >= 1
-        if isinstance(test.left, cst.Call) and _qualified(ctx, test.left.func) == "torch.cuda.device_count":
+        # `n_gpu > 1`, `args.num_gpus > 0`
+        if isinstance(test.left, (cst.Name, cst.Attribute)):
+            word = test.left.value if isinstance(test.left, cst.Name) else test.left.attr.value
+            if _CUDA_WORD.search(word):
+                return AVAILABILITY
+        # torch.cuda.device_count() > 1, len(torch.cuda.default_generators) > 0
+        if _reads_torch_cuda(ctx, test):
             return AVAILABILITY
         return None
     if isinstance(test, cst.Call):
@@ -121,6 +126,8 @@ def test_kind(ctx, test: cst.BaseExpression) -> Optional[str]:
         if isinstance(test.func, cst.Attribute) and test.func.attr.value == "startswith":
             if test.args and _is_cuda_string_test(test.args[0].value):
                 return DEVICE
+        if name.startswith("torch.cuda."):
+            return AVAILABILITY  # torch.cuda.is_bf16_supported(), ...
         return None
     if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
         return DEVICE
@@ -129,6 +136,32 @@ def test_kind(ctx, test: cst.BaseExpression) -> Optional[str]:
         if _CUDA_WORD.search(word):
             return AVAILABILITY
     return None
+
+
+def _reads_torch_cuda(ctx, node: cst.CSTNode) -> bool:
+    """Whether an expression reads ``torch.cuda`` state (outside a ``not``)."""
+    if isinstance(node, (cst.Attribute, cst.Name)):
+        return (_qualified(ctx, node) or "").startswith("torch.cuda.")
+    if isinstance(node, cst.UnaryOperation):
+        return False
+    if isinstance(node, cst.Call):
+        return _reads_torch_cuda(ctx, node.func) or any(_reads_torch_cuda(ctx, a.value) for a in node.args)
+    if isinstance(node, cst.Comparison):
+        return _reads_torch_cuda(ctx, node.left) or any(_reads_torch_cuda(ctx, c.comparator) for c in node.comparisons)
+    if isinstance(node, cst.Subscript):
+        return _reads_torch_cuda(ctx, node.value)
+    return False
+
+
+_CUDA_FUNCTION = re.compile(r"(^|_)(cuda|gpu|gpus|nvidia|nccl)(_|$)", re.IGNORECASE)
+
+
+def in_cuda_named_function(ctx, node: cst.CSTNode) -> bool:
+    """Inside a function whose name says it is about CUDA (``get_gpu_count``, ``_as_cuda_device``)."""
+    for parent in ctx.ancestors(node):
+        if isinstance(parent, cst.FunctionDef) and _CUDA_FUNCTION.search(parent.name.value):
+            return True
+    return False
 
 
 def _negated(test: cst.BaseExpression) -> Optional[cst.BaseExpression]:
@@ -157,11 +190,13 @@ def guards(ctx, node: cst.CSTNode) -> Iterable[str]:
                 kind = test_kind(ctx, parent.test)
                 if kind:
                     yield kind
-        elif isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.And):
-            if child is parent.right:
+        elif isinstance(parent, cst.BooleanOperation) and child is parent.right:
+            if isinstance(parent.operator, cst.And):
                 kind = test_kind(ctx, parent.left)
-                if kind:
-                    yield kind
+            else:  # `dev.type != "cuda" or <only evaluated on CUDA>`
+                kind = _negated_kind(ctx, parent.left)
+            if kind:
+                yield kind
         elif isinstance(parent, (cst.IndentedBlock, cst.Module)) and child in parent.body:
             # `if not torch.cuda.is_available(): return` guards the rest of the block.
             for stmt in parent.body:
@@ -170,16 +205,38 @@ def guards(ctx, node: cst.CSTNode) -> Iterable[str]:
                 kind = _early_exit_guard(ctx, stmt)
                 if kind:
                     yield kind
-        elif isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            if isinstance(parent, cst.FunctionDef):
-                yield from _decorator_guards(ctx, parent)
+        elif isinstance(parent, cst.FunctionDef):
+            yield from _decorator_guards(ctx, parent)
+            if _CUDA_FUNCTION.search(parent.name.value):
+                yield AVAILABILITY
+        elif isinstance(parent, cst.Call) and child is not parent.func:
+            # unittest.skipUnless(torch.cuda.device_count() > 1, "needs 2 GPUs")
+            last = (dotted_name(parent.func) or "").rsplit(".", 1)[-1]
+            if last in ("skipUnless", "skipIf", "skipif"):
+                yield AVAILABILITY
         child = parent
+
+
+def _negated_kind(ctx, test: cst.BaseExpression) -> Optional[str]:
+    """The guard kind that holds when ``test`` is false."""
+    inner = _negated(test)
+    if inner is not None:
+        return test_kind(ctx, inner)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        if isinstance(comparison.operator, (cst.NotEqual, cst.IsNot)):
+            if _is_cuda_string_test(test.left) or _is_cuda_string_test(comparison.comparator):
+                return DEVICE
+    return None
 
 
 def _early_exit_guard(ctx, stmt: cst.CSTNode) -> Optional[str]:
     if not isinstance(stmt, cst.If) or stmt.orelse is not None:
         return None
     inner = _negated(stmt.test)
+    if inner is None and isinstance(stmt.test, cst.BooleanOperation) and isinstance(stmt.test.operator, cst.Or):
+        # `if not torch.cuda.is_available() or other: return`
+        inner = _negated(stmt.test.left) or _negated(stmt.test.right)
     if inner is None:
         return None
     body = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else [stmt.body]

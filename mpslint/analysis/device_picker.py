@@ -113,7 +113,12 @@ class DevicePicker:
 
     @property
     def usable(self) -> bool:
-        return self.torch is not None and self.anchor is not None
+        """The helper can go after the imports, and torch is imported by then."""
+        if self.torch is None or self.anchor is None:
+            return False
+        body = list(self.module.body)
+        binding = _torch_import_statement(self.module)
+        return binding is not None and body.index(binding) <= body.index(self.anchor)
 
     def picker_call(self, node: cst.CSTNode) -> Optional[DeviceRef]:
         """``pick_device()`` at ``node``, defining or importing the helper if needed."""
@@ -444,19 +449,34 @@ def _torch_alias(module: cst.Module) -> Optional[str]:
     return found[0] if found else None
 
 
+def _torch_import_statement(module: cst.Module) -> Optional[cst.CSTNode]:
+    """The top-level statement (or block) that first imports torch."""
+    for stmt in module.body:
+        inner = stmt.body.body if isinstance(stmt, (cst.Try, cst.If)) and isinstance(stmt.body, cst.IndentedBlock) else [stmt]
+        for line in inner:
+            if isinstance(line, cst.SimpleStatementLine):
+                for small in line.body:
+                    if isinstance(small, cst.Import) and any(
+                        (dotted_name(a.name) or "").split(".", 1)[0] == "torch" for a in small.names
+                    ):
+                        return stmt
+    return None
+
+
 def _top_level_statements(module: cst.Module):
     """Module statements, looking into top-level ``try``/``if`` blocks (guarded imports)."""
     for stmt in module.body:
         yield stmt
-        if isinstance(stmt, cst.Try):
-            yield from stmt.body.body
+        if isinstance(stmt, (cst.Try, cst.If)) and isinstance(stmt.body, cst.IndentedBlock):
+            yield from stmt.body.body  # `try: import torch` / `if is_torch_available(): import torch`
 
 
 def _contains_import(stmt: cst.CSTNode) -> bool:
     if isinstance(stmt, cst.SimpleStatementLine):
         return any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
-    if isinstance(stmt, cst.Try):
-        return all(_contains_import(s) for s in stmt.body.body)
+    if isinstance(stmt, (cst.Try, cst.If)) and isinstance(stmt.body, cst.IndentedBlock):
+        # `try: import x` / `if is_torch_available(): import torch`
+        return any(_contains_import(s) for s in stmt.body.body)
     return False
 
 

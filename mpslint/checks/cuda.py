@@ -17,6 +17,7 @@ from mpslint.analysis.cuda_context import (
     AVAILABILITY,
     DEVICE,
     guards,
+    in_cuda_named_function,
     in_cuda_method,
     in_mps_aware_choice,
     is_cuda_literal,
@@ -93,6 +94,8 @@ class CudaMethod(Rule):
             return
         if self.ctx.qualify(func) is not None:  # a module's `cuda` (numba.cuda, cupy.cuda), not a tensor's
             return
+        if not _tensor_cuda_signature(node):
+            return  # `quantizer.cuda(tensor, meta=...)`: some other object's method
         if in_cuda_method(self.ctx, node) or DEVICE in set(guards(self.ctx, node)):
             return
         if in_mps_aware_choice(self.ctx, node, siblings=False):
@@ -121,6 +124,14 @@ class CudaMethod(Rule):
             parts.append("memory_format=" + self.ctx.code_for(keywords["memory_format"].value))
         new = f"to({', '.join(parts)})"
         return FixSpec.safe(f"Replace `.cuda()` with `.{new}`", replace_span(node.func.attr, node, new), *ref.edits)
+
+
+def _tensor_cuda_signature(node: cst.Call) -> bool:
+    """``Tensor.cuda(device=None, non_blocking=False, memory_format=...)`` / ``Module.cuda(device=None)``."""
+    positional = [a for a in node.args if a.keyword is None and not a.star]
+    if len(positional) > 2 or any(a.star for a in node.args):
+        return False
+    return all(a.keyword is None or a.keyword.value in ("device", "non_blocking", "memory_format") for a in node.args)
 
 
 # --------------------------------------------------------------------------- MPS102
@@ -161,6 +172,19 @@ def _is_cuda_device_value(value: cst.BaseExpression) -> bool:
     return False
 
 
+def _rank_index(call: cst.Call) -> bool:
+    """``torch.device("cuda", local_rank)``: one GPU per process, distributed CUDA code."""
+    return len(call.args) == 2 and not isinstance(call.args[1].value, cst.Integer)
+
+
+def _fallback(ctx, node: cst.CSTNode) -> bool:
+    """``get_current_accelerator() or torch.device("cuda")``: CUDA only when no accelerator was found."""
+    parent = ctx.parent(node)
+    if isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.Or) and parent.right is node:
+        return "accelerator" in ctx.code_for(parent.left)
+    return False
+
+
 def _device_name(target: cst.BaseExpression) -> bool:
     name = target.value if isinstance(target, cst.Name) else target.attr.value if isinstance(target, cst.Attribute) else ""
     low = name.lower()
@@ -181,7 +205,7 @@ class CudaDeviceLiteral(Rule):
         reported, fix = found
         if _device_choice_literal(self.ctx, node) or in_mps_aware_choice(self.ctx, node):
             return
-        if DEVICE in set(guards(self.ctx, node)):
+        if DEVICE in set(guards(self.ctx, node)) or in_cuda_named_function(self.ctx, node):
             return
         value = string_value(node)
         self.report(
@@ -201,7 +225,7 @@ class CudaDeviceLiteral(Rule):
             keyword = parent.keyword.value if parent.keyword is not None else None
             first = call.args and call.args[0] is parent
             if ctx.qualify(call.func) == "torch.device" and (keyword == "type" or (keyword is None and first)):
-                if _device_choice_literal(ctx, call):
+                if _device_choice_literal(ctx, call) or _rank_index(call) or _fallback(ctx, call):
                     return None
                 return call, lambda: self._fix_torch_device(call)
             if keyword in ("device", "map_location") or (
