@@ -648,3 +648,41 @@ def test_no_helper_when_torch_is_imported_after_other_code():
     src = "import os\n\n\ndef f(x):\n    return x.cuda()\n\n\nimport torch\n"
     [diag] = check(src, ["MPS101"])
     assert diag.fix is None
+
+
+@pytest.mark.parametrize(
+    "src,code",
+    [
+        # accelerate: the CUDA branch of a dispatch over several accelerators
+        (
+            "import torch\nif is_xpu_available():\n    n = torch.xpu.device_count()\nelif is_hpu_available():\n"
+            "    n = torch.hpu.device_count()\nelse:\n    n = torch.cuda.device_count()\n",
+            "MPS104",
+        ),
+        ("import torch\nif device == 'hpu':\n    d = 1\nelse:\n    if device == 'gpu':\n        device = 'cuda'\n", "MPS102"),
+        # accelerate: an enum that names CUDA
+        ("import torch\nif rng_type == RNGType.CUDA:\n    s = torch.cuda.get_rng_state()\n", "MPS104"),
+        ("import torch\nif state.distributed_type == DistributedType.MULTI_GPU:\n    s = torch.cuda.get_rng_state()\n", "MPS104"),
+        # accelerate: not a CUDA-or-CPU choice
+        ("import torch\nt = 'cuda' if xla_gpu else state.device.type\n", "MPS103"),
+        # timm: early exit on a device test joined with `or`
+        (
+            "import torch\ndef f(device):\n    if device.type != 'cuda' or not HAS:\n        return None\n"
+            "    return torch.cuda.get_device_properties(device).L2_cache_size\n",
+            "MPS104",
+        ),
+        # timm: the fallback for an older torch
+        (
+            "import torch\ntry:\n    s = torch.amp.GradScaler(device=device)\nexcept (AttributeError, TypeError):\n"
+            "    s = torch.cuda.amp.GradScaler()\n",
+            "MPS105",
+        ),
+    ],
+)
+def test_more_corpus_traps(src, code):
+    assert code not in codes(src, [code])
+
+
+def test_a_broad_except_is_not_a_compat_fallback():
+    src = "import torch\ntry:\n    x = 1\nexcept Exception:\n    torch.cuda.synchronize()\n"
+    assert codes(src, ["MPS104"]) == ["MPS104"]

@@ -107,6 +107,9 @@ def test_kind(ctx, test: cst.BaseExpression) -> Optional[str]:
         if all(isinstance(op, (cst.Equal, cst.Is, cst.In)) for op in operators):
             if any(_is_cuda_string_test(p) for p in parts):
                 return DEVICE
+            # `state.distributed_type == DistributedType.MULTI_GPU`, `rng_type == RNGType.CUDA`
+            if any(isinstance(p, cst.Attribute) and _CUDA_WORD.search(p.attr.value) for p in parts):
+                return AVAILABILITY
         # `n_gpu > 1`, `args.num_gpus > 0`
         if isinstance(test.left, (cst.Name, cst.Attribute)):
             word = test.left.value if isinstance(test.left, cst.Name) else test.left.attr.value
@@ -209,12 +212,27 @@ def guards(ctx, node: cst.CSTNode) -> Iterable[str]:
             yield from _decorator_guards(ctx, parent)
             if _CUDA_FUNCTION.search(parent.name.value):
                 yield AVAILABILITY
+        elif isinstance(parent, cst.ExceptHandler) and child is parent.body and _compat_handler(parent):
+            # `try: torch.amp.GradScaler(device) / except AttributeError: torch.cuda.amp.GradScaler()`
+            yield AVAILABILITY
         elif isinstance(parent, cst.Call) and child is not parent.func:
             # unittest.skipUnless(torch.cuda.device_count() > 1, "needs 2 GPUs")
             last = (dotted_name(parent.func) or "").rsplit(".", 1)[-1]
             if last in ("skipUnless", "skipIf", "skipif"):
                 yield AVAILABILITY
         child = parent
+
+
+_COMPAT_ERRORS = frozenset({"AttributeError", "ImportError", "ModuleNotFoundError", "TypeError"})
+
+
+def _compat_handler(handler: cst.ExceptHandler) -> bool:
+    """An ``except`` that catches a missing or changed API: a fallback for older torch."""
+    if handler.type is None:
+        return False
+    kinds = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+    names = [dotted_name(k.value if isinstance(k, cst.Element) else k) for k in kinds]
+    return bool(names) and all(n in _COMPAT_ERRORS for n in names)
 
 
 def _negated_kind(ctx, test: cst.BaseExpression) -> Optional[str]:
@@ -233,18 +251,16 @@ def _negated_kind(ctx, test: cst.BaseExpression) -> Optional[str]:
 def _early_exit_guard(ctx, stmt: cst.CSTNode) -> Optional[str]:
     if not isinstance(stmt, cst.If) or stmt.orelse is not None:
         return None
-    inner = _negated(stmt.test)
-    if inner is None and isinstance(stmt.test, cst.BooleanOperation) and isinstance(stmt.test.operator, cst.Or):
-        # `if not torch.cuda.is_available() or other: return`
-        inner = _negated(stmt.test.left) or _negated(stmt.test.right)
-    if inner is None:
-        return None
     body = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else [stmt.body]
     last = body[-1] if body else None
     small = last.body[-1] if isinstance(last, cst.SimpleStatementLine) and last.body else last
-    if isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
-        return test_kind(ctx, inner)
-    return None
+    if not isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
+        return None
+    test = stmt.test
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        # `if not torch.cuda.is_available() or other: return`, `if device.type != "cuda" or ...: return`
+        return _negated_kind(ctx, test.left) or _negated_kind(ctx, test.right)
+    return _negated_kind(ctx, test)
 
 
 def _decorator_guards(ctx, func: cst.FunctionDef) -> Iterable[str]:
@@ -298,12 +314,14 @@ def _chain_mentions_mps(top: cst.If) -> bool:
     """The tests of an ``if``/``elif`` chain and the simple statements directly in its branches.
 
     Nested blocks are not searched: a training loop under ``if cuda:`` that
-    happens to mention MPS somewhere deep inside is not a device choice.
+    happens to mention MPS somewhere deep inside is not a device choice. A
+    chain that tests other accelerators (``elif is_torch_xpu_available():``)
+    is a deliberate per-device dispatch, and its CUDA branch is one of many.
     """
     branch: Optional[cst.CSTNode] = top
     while branch is not None:
         if isinstance(branch, cst.If):
-            if mentions_mps(branch.test):
+            if mentions_mps(branch.test) or _OTHER_ACCELERATOR.search(_code(branch.test)):
                 return True
             suites, branch = [branch.body], branch.orelse
         else:  # Else
@@ -314,6 +332,13 @@ def _chain_mentions_mps(top: cst.If) -> bool:
                 if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and mentions_mps(stmt):
                     return True
     return False
+
+
+_OTHER_ACCELERATOR = re.compile(r"(^|[^a-z])(xpu|hpu|npu|mlu|musa|neuron|xla|tpu|sdaa|hip|rocm)([^a-z]|$)", re.IGNORECASE)
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=()).code_for_node(node)
 
 
 def in_mps_aware_choice(ctx, node: cst.CSTNode, *, siblings: bool = True) -> bool:

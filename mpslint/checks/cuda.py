@@ -304,6 +304,12 @@ def _cpu_side(node: cst.BaseExpression) -> Optional[bool]:
     return None
 
 
+def _ends_on_cpu(node: cst.BaseExpression) -> bool:
+    while isinstance(node, cst.IfExp):
+        node = node.orelse
+    return _cpu_side(node) is not None
+
+
 class CudaOnlyDeviceChoice(Rule):
     CODE = "MPS103"
     NAME = "cuda-only-device-choice"
@@ -315,8 +321,8 @@ class CudaOnlyDeviceChoice(Rule):
         parent = ctx.parent(node)
         if isinstance(parent, cst.IfExp):
             return  # only the whole chain
-        if _cuda_side(node.body) is None or mentions_mps(node):
-            return
+        if _cuda_side(node.body) is None or not _ends_on_cpu(node.orelse) or mentions_mps(node):
+            return  # `"cuda" if xla_gpu else state.device.type` is not a CUDA-or-CPU choice
         if in_mps_aware_choice(ctx, node) or DEVICE in set(guards(ctx, node)):
             return
         reported: cst.CSTNode = node
