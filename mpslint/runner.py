@@ -18,7 +18,6 @@ depends on scheduling.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -249,6 +248,8 @@ def write_atomic(path: str, data: bytes) -> None:
 
     A symlink is followed: the file it points to is rewritten, the link stays.
     """
+    import tempfile
+
     target = os.path.realpath(path)
     st = os.stat(target)
     directory = os.path.dirname(target) or "."

@@ -1,0 +1,6 @@
+"""Run mpslint as ``python -m mpslint``."""
+
+from mpslint.cli import main
+
+if __name__ == "__main__":
+    main()
