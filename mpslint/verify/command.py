@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import os
 import sys
@@ -45,9 +46,7 @@ def _stream_fd(stream) -> int:
 def verify(script, args, simulate, no_fallback, timeout, max_steps, allow_fallback, allow_syncs, output_format):
     if not os.path.isfile(script):
         raise click.UsageError(f"no such script: {script}")
-    try:
-        import torch  # noqa: F401  (only to say clearly when the extra is missing)
-    except ImportError:
+    if importlib.util.find_spec("torch") is None:  # torch itself is imported only in the child
         click.echo("error: mpslint verify needs torch: pip install 'mpslint[verify]'", err=True)
         sys.exit(2)
     options = launcher.Options(script, list(args), simulate=simulate, fallback=not no_fallback,

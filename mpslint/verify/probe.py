@@ -23,8 +23,7 @@ import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from mpslint.verify import messages
-
-CLOCKS = ("optimizer", "batches", "forward")
+from mpslint.verify.report import CLOCKS
 
 _DATA_DEPENDENT = {
     "aten::nonzero", "aten::masked_select", "aten::_unique", "aten::_unique2", "aten::unique_dim",

@@ -8,8 +8,9 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
 
 from mpslint.verify import messages
 from mpslint.verify.launcher import Options, Run
-from mpslint.verify.probe import CLOCKS
 
+# The clocks a step is read from, in order of preference (see step_clock).
+CLOCKS = ("optimizer", "batches", "forward")
 SYNC_KINDS = ("item", "to_host", "data_dependent", "synchronize")
 
 # Which runtime events confirm a static finding (rule code -> matching kinds).

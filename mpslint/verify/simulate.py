@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import torch
 import torch.utils._pytree as pytree
@@ -414,7 +414,3 @@ def fallback_enabled() -> bool:
         return value is not None and int(value) != 0
     except ValueError:
         return False
-
-
-def patched(owner: object, name: str) -> Callable[..., Any]:
-    return getattr(owner, name)
