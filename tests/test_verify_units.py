@@ -349,3 +349,15 @@ def test_kernel_oracle_decisions():
     assert oracle.decide(aten._slow_conv2d_forward.default).kind == NATIVE  # the CPU branch of convolution
     if "linalg_svd" in oracle.table.explicit_cpu_fallbacks:
         assert oracle.decide(aten.linalg_svd.default).kind == EXPLICIT_FALLBACK
+
+
+def test_optimizer_and_grad_clipping_group_device_tensors_on_mps(mps):
+    # C++ groups tensors by the device it sees (the CPU); a device-side clip must not look like a host copy.
+    model = torch.nn.Linear(3, 2).to("mps")
+    model(torch.ones(4, 3, device="mps")).sum().backward()
+    recorder = probe.Recorder(__file__)
+    with probe.ProbeMode(recorder):
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        torch.optim.AdamW(model.parameters(), foreach=True).step()
+    assert recorder.as_json() == []
+    assert model.weight.grad.device.type == "mps"

@@ -349,6 +349,22 @@ def _nothing(*args: Any, **kwargs: Any) -> None:
     return None
 
 
+def _grouping(original: Any) -> Any:
+    """Optimizers and clip_grad_norm_ group tensors by device in C++, which sees the CPU; report mps."""
+
+    def group(tensorlistlist: Any, with_indices: bool = False) -> Any:
+        grouped = original(tensorlistlist, with_indices)
+        remapped = {}
+        for (device, dtype), value in grouped.items():
+            tensors = [t for tensors in value[0] for t in tensors if t is not None]
+            if device.type == "cpu" and any(isinstance(t, SimulatedMPSTensor) for t in tensors):
+                device = MPS
+            remapped[(device, dtype)] = value
+        return remapped
+
+    return group
+
+
 def platform_patches() -> Dict[Tuple[object, str], Any]:
     """What a Mac with Apple silicon reports, as (owner, attribute) -> value."""
     patches: Dict[Tuple[object, str], Any] = {
@@ -371,6 +387,7 @@ def platform_patches() -> Dict[Tuple[object, str], Any]:
         (torch.mps, "driver_allocated_memory"): lambda: 0,
         (torch.mps, "recommended_max_memory"): lambda: 0,
         (torch.mps, "Event"): _Event,
+        (torch._C, "_group_tensors_by_device_and_dtype"): _grouping(torch._C._group_tensors_by_device_and_dtype),
     }
     accelerator = getattr(torch, "accelerator", None)
     if accelerator is not None:
