@@ -228,3 +228,16 @@ def test_device_variable_for_fixes():
     )
     call = next(n for n in flow.tree.start if isinstance(n, cst.Call) and module.code_for_node(n) == "torch.randn(3)")
     assert flow.device_variable(call) == "device"
+
+
+def test_augmented_assignments_in_a_loop_do_not_recurse_forever():
+    # Found in transformers (generation/continuous_batching): two `+=` on the same name in one loop.
+    source = """
+    def f(loader, device):
+        total = 0
+        for x in loader:
+            total += x.to(device).sum()
+            total += 1
+            probe = total  # <- total
+    """
+    assert kind_at(source, "total") is Kind.DEVICE

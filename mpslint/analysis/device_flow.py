@@ -102,6 +102,7 @@ class DeviceFlow:
         self.calls: Dict[str, List[Tuple[cst.Call, bool]]] = {}
         self._memo: Dict[cst.CSTNode, Kind] = {}
         self._busy: Set[cst.CSTNode] = set()
+        self._binding_memo: Dict[Tuple[int, str], Kind] = {}
         self._collect()
 
     # ------------------------------------------------------------------ queries
@@ -408,6 +409,15 @@ class DeviceFlow:
         return carried
 
     def kind_of_binding(self, binding: Binding, name: str) -> Kind:
+        key = (id(binding), name)
+        if key in self._binding_memo:
+            return self._binding_memo[key]
+        self._binding_memo[key] = Kind.UNKNOWN  # a cycle (x += ... in a loop) resolves to unknown
+        result = self._kind_of_binding(binding, name)
+        self._binding_memo[key] = result
+        return result
+
+    def _kind_of_binding(self, binding: Binding, name: str) -> Kind:
         if binding.how == "param":
             if DEVICE_NAME.match(name):
                 return Kind.ACCEL

@@ -8,7 +8,8 @@ and is shared by them.
 
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional, Union
+import dataclasses
+from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 import libcst as cst
 
@@ -25,8 +26,7 @@ class Tree:
         self.start: Dict[cst.CSTNode, int] = {}
         self.end: Dict[cst.CSTNode, int] = {}
         self.functions: List[cst.FunctionDef] = []
-        walker = _Walker(self)
-        module.visit(walker)
+        _walk(self, module)
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self.parents.get(node)
@@ -48,23 +48,53 @@ class Tree:
         return self.start.get(outer, 0) <= self.start.get(inner, -1) <= self.end.get(outer, -1)
 
 
-class _Walker(cst.CSTVisitor):
-    def __init__(self, tree: Tree) -> None:
-        super().__init__()
-        self.tree = tree
-        self.stack: List[cst.CSTNode] = []
-        self.counter = 0
+# Fields that only hold tokens and whitespace: never needed by an analysis.
+_SKIP_PREFIXES = ("whitespace", "lpar", "rpar", "lbrace", "rbrace", "lbracket", "rbracket", "leading_lines",
+                  "lines_after", "trailing_whitespace", "header", "footer", "newline", "comma", "equal", "colon",
+                  "semicolon", "dot", "star", "asynchronous", "operator", "indent")
+# Fields listed in source order where the dataclass order differs.
+_ORDER = {
+    cst.FunctionDef: ("decorators", "name", "params", "returns", "body"),
+    cst.ClassDef: ("decorators", "name", "bases", "keywords", "body"),
+    cst.IfExp: ("body", "test", "orelse"),
+    cst.Arg: ("keyword", "value"),
+}
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.stack:
-            self.tree.parents[node] = self.stack[-1]
-        self.tree.start[node] = self.counter
-        self.counter += 1
-        self.stack.append(node)
-        if isinstance(node, cst.FunctionDef):
-            self.tree.functions.append(node)
-        return True
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.tree.end[original_node] = self.counter - 1
-        self.stack.pop()
+def _fields(kind: type) -> Tuple[str, ...]:
+    names = _FIELDS.get(kind)
+    if names is None:
+        if kind in _ORDER:
+            names = _ORDER[kind]
+        else:
+            names = tuple(f.name for f in dataclasses.fields(kind) if not f.name.startswith(_SKIP_PREFIXES))
+        _FIELDS[kind] = names
+    return names
+
+
+def _walk(tree: Tree, module: cst.Module) -> None:
+    """Pre-order over the syntax nodes (not tokens or whitespace), without LibCST's visitor machinery."""
+    counter = 0
+    parents, start, end, functions = tree.parents, tree.start, tree.end, tree.functions
+    stack: List[Tuple[cst.CSTNode, bool]] = [(module, False)]
+    while stack:
+        node, leaving = stack.pop()
+        if leaving:
+            end[node] = counter - 1
+            continue
+        start[node] = counter
+        counter += 1
+        if type(node) is cst.FunctionDef:
+            functions.append(node)
+        stack.append((node, True))
+        children: List[cst.CSTNode] = []
+        for name in _fields(type(node)):
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                children.append(value)
+            elif type(value) in (tuple, list):
+                children.extend(v for v in value if isinstance(v, cst.CSTNode))
+        for child in reversed(children):
+            parents[child] = node
+            stack.append((child, False))
