@@ -241,3 +241,22 @@ def test_augmented_assignments_in_a_loop_do_not_recurse_forever():
             probe = total  # <- total
     """
     assert kind_at(source, "total") is Kind.DEVICE
+
+
+def test_device_of_another_tensor_follows_that_tensor():
+    # Found in transformers (neomme processing): `device=input_ids.device` on a CPU input is not the accelerator.
+    source = """
+    import torch
+    model = Net().to(device)
+    def f(input_ids, n, device):
+        probe = torch.arange(n, device=input_ids.device)  # <- follows-unknown
+        probe = torch.arange(n, device=input_ids.cpu().device)  # <- follows-cpu
+        probe = torch.arange(n, device=input_ids.to(device).device)  # <- follows-device
+        probe = torch.arange(n, device=model.device)  # <- model
+        probe = input_ids.to(self.args.device)  # <- args
+    """
+    assert kind_at(source, "follows-unknown") is Kind.UNKNOWN
+    assert kind_at(source, "follows-cpu") is Kind.HOST_TENSOR
+    assert kind_at(source, "follows-device") is Kind.DEVICE
+    assert kind_at(source, "model") is Kind.DEVICE
+    assert kind_at(source, "args") is Kind.DEVICE

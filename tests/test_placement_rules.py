@@ -149,8 +149,10 @@ for inputs, targets in loader:
 @pytest.mark.parametrize(
     "line,fixed",
     [
-        ("return torch.from_numpy(a).to(device)", "return torch.from_numpy(a).float().to(device)"),
-        ("return torch.from_numpy(np.load('f.npy')).to(device)", "return torch.from_numpy(np.load('f.npy')).float().to(device)"),
+        ("return torch.from_numpy(np.random.rand(3)).to(device)", "return torch.from_numpy(np.random.rand(3)).float().to(device)"),
+        ("return torch.from_numpy(np.loadtxt('f.csv')).to(device)", "return torch.from_numpy(np.loadtxt('f.csv')).float().to(device)"),
+        ("return torch.from_numpy(np.array([0.5, 1.0])).to(device)", "return torch.from_numpy(np.array([0.5, 1.0])).float().to(device)"),
+        ("return torch.from_numpy(a / 255).to(device)", "return torch.from_numpy(a / 255).float().to(device)"),
         ("return torch.zeros(3, dtype=torch.float64, device=device)", "return torch.zeros(3, dtype=torch.float32, device=device)"),
         ("return torch.ones(3, dtype=torch.double, device='cuda')", "return torch.ones(3, dtype=torch.float32, device='cuda')"),
         ("return x.to(device).double()", "return x.to(device).float()"),
@@ -179,6 +181,9 @@ def test_set_default_dtype_in_a_device_script():
     "line",
     [
         "return torch.from_numpy(a).float().to(device)",
+        "return torch.from_numpy(a).to(device)",  # dtype of a unknown
+        "return torch.from_numpy(np.array(counts)).to(device)",  # ints, as in transformers' ibert
+        "return torch.from_numpy(np.zeros(3, dtype=np.float32)).to(device)",
         "return torch.from_numpy(a).to(device, dtype=torch.float32)",
         "return torch.from_numpy(a.astype(np.float32)).to(device)",
         "return torch.from_numpy(labels).to(device)",

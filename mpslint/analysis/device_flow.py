@@ -75,6 +75,8 @@ MODULE_LIKE = re.compile(
     r"layer|module|block|critic|policy|actor|vae|unet|transformer|gather",
     re.IGNORECASE,
 )
+# Objects whose ``.device`` is the training device (not some tensor's own device).
+OBJECT_OWNERS = frozenset("self args accelerator trainer training_args state config cfg opt opts hparams".split())
 DEVICE_NAME = re.compile(r"^(device|dev|.*_device|device_.*)$")
 
 
@@ -546,7 +548,7 @@ class DeviceFlow:
         if qualified is not None and qualified.startswith("torch."):
             return Kind.HOST
         if attr == "device":
-            return Kind.ACCEL
+            return self._device_attribute(expr.value)
         dotted = dotted_name(expr)
         if dotted is not None and dotted in self.placed:
             return Kind.MODULE
@@ -576,7 +578,7 @@ class DeviceFlow:
         if name.startswith("torch.") and last in FACTORIES and name.count(".") == 1:
             device = keyword(call, "device")
             if device is not None:
-                return Kind.HOST_TENSOR if self.kind(device) is Kind.CPU else Kind.DEVICE
+                return self._placed_on(device)
             if (last.endswith("_like") or last in ("as_tensor", "asarray")) and args:
                 first = self.kind(args[0])
                 if first is Kind.DEVICE:
@@ -639,13 +641,30 @@ class DeviceFlow:
         target = self._to_target(call)
         if target is None:
             return base
-        destination = self.kind(target)
-        if destination is Kind.CPU:
-            return Kind.UNKNOWN if base is Kind.MODULE else Kind.HOST_TENSOR
-        if destination is Kind.HOST_TENSOR:
-            return Kind.HOST_TENSOR  # .to(other_cpu_tensor)
+        placed = self._placed_on(target)
         if base is Kind.MODULE:
-            return Kind.MODULE
+            return Kind.UNKNOWN if placed is Kind.HOST_TENSOR else Kind.MODULE
+        return placed
+
+    def _device_attribute(self, owner: cst.CSTNode) -> Kind:
+        """``owner.device``: the accelerator for models, trainers and args; a tensor's own device otherwise."""
+        kind = self.kind(owner)
+        if kind in (Kind.DEVICE, Kind.MODULE):
+            return Kind.ACCEL
+        if kind is Kind.HOST_TENSOR:
+            return Kind.CPU
+        last = (dotted_name(owner) or "").rsplit(".", 1)[-1]
+        if last in OBJECT_OWNERS or MODULE_LIKE.search(last):
+            return Kind.ACCEL
+        return Kind.UNKNOWN  # input_ids.device: wherever the input already is
+
+    def _placed_on(self, target: cst.CSTNode) -> Kind:
+        """What a tensor moved to (or created on) ``target`` is: a device, a CPU device or another tensor."""
+        destination = self.kind(target)
+        if destination in (Kind.CPU, Kind.HOST_TENSOR):
+            return Kind.HOST_TENSOR  # .to("cpu") / .to(other_cpu_tensor)
+        if destination is Kind.UNKNOWN and isinstance(target, cst.Attribute) and target.attr.value == "device":
+            return Kind.UNKNOWN
         return Kind.DEVICE
 
     def _to_target(self, call: cst.Call) -> Optional[cst.CSTNode]:

@@ -27,11 +27,11 @@ PASSTHROUGH = frozenset(
     "to cuda contiguous view reshape permute transpose unsqueeze squeeze clone detach pin_memory requires_grad_ "
     "flatten t expand repeat".split()
 )
-# Arrays that are almost never float64: integer labels, token ids, masks, 8-bit images.
-NOT_FLOAT64 = re.compile(
-    r"\b(float32|float16|half|bfloat16|u?int\d*|bool_?|long|int)\b|\.astype\((?!.*float64)|"
-    r"mask|label|idx|index|indices|ids\b|_ids|token|img|image|pixel|frame|seg",
-    re.IGNORECASE,
+FLOAT64_DTYPE = re.compile(r"float64|double|^float$|\bfloat_\b|np\.float$")
+# numpy functions whose result is float64 unless told otherwise.
+NUMPY_FLOAT64 = frozenset(
+    "zeros ones empty full linspace logspace eye identity loadtxt genfromtxt mean std var average sqrt exp log "
+    "random.rand random.randn random.random random.normal random.uniform random.standard_normal random.sample".split()
 )
 
 
@@ -340,14 +340,46 @@ class Float64ToDevice(Rule):
             return self._from_numpy_float64(expr.func.value, depth + 1)
         return False
 
-    def _may_be_float64_array(self, array: cst.CSTNode) -> bool:
-        code = self.ctx.code_for(array)
+    def _may_be_float64_array(self, array: cst.CSTNode, depth: int = 0) -> bool:
+        """Positive evidence that a numpy array is float64: numpy's float defaults, float literals, division."""
+        if depth > 6:
+            return False
         if isinstance(array, cst.Name):
             bindings = self.flow._visible(array.value, array)
-            code += " ".join(self.ctx.code_for(b.value) for b in bindings if b.value is not None and b.how == "assign")
-        if "float64" in code or "double" in code:
+            return any(
+                b.how == "assign" and not b.path and b.value is not None and self._may_be_float64_array(b.value, depth + 1)
+                for b in bindings
+            )
+        if isinstance(array, (cst.Float,)):
             return True
-        return not NOT_FLOAT64.search(code)
+        if isinstance(array, (cst.List, cst.Tuple)):
+            return any(self._may_be_float64_array(e.value, depth + 1) for e in array.elements)
+        if isinstance(array, cst.BinaryOperation):
+            if isinstance(array.operator, cst.Divide):
+                return True
+            return self._may_be_float64_array(array.left, depth + 1) or self._may_be_float64_array(array.right, depth + 1)
+        if isinstance(array, cst.UnaryOperation):
+            return self._may_be_float64_array(array.expression, depth + 1)
+        if not isinstance(array, cst.Call):
+            return False
+        dtype = keyword(array, "dtype")
+        if dtype is not None:
+            return bool(FLOAT64_DTYPE.search(self.ctx.code_for(dtype)))
+        qualified = self.ctx.qualify(array.func) or ""
+        if qualified == "float":
+            return True
+        if dotted_name(array.func) == "float":
+            return True
+        if qualified.startswith("numpy."):
+            function = qualified[len("numpy."):]
+            if function in NUMPY_FLOAT64:
+                return True
+            if function in ("array", "asarray", "stack", "concatenate", "vstack", "hstack") and array.args:
+                return self._may_be_float64_array(array.args[0].value, depth + 1)
+            return False
+        if isinstance(array.func, cst.Attribute) and array.func.attr.value == "astype" and array.args:
+            return bool(FLOAT64_DTYPE.search(self.ctx.code_for(array.args[0].value)))
+        return False
 
     def _report(self, node: cst.CSTNode, what: str, fix: Optional[FixSpec]) -> None:
         self.report(
