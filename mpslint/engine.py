@@ -8,17 +8,18 @@ rule while the other rules go on.
 from __future__ import annotations
 
 import ast
+import re
 import traceback
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
-from mpslint import registry
+from mpslint import registry, walk
 from mpslint.checks.base import Context, FixSpec, NodeEdit, Report, Rule, RuleClass
 from mpslint.config import Settings
 from mpslint.diagnostic import Diagnostic, Edit, Fix, Location
+from mpslint.positions import node_ranges
 from mpslint.source import line_starts
 from mpslint.suppressions import Suppressions
 
@@ -79,52 +80,80 @@ def check_module(
     ctx = Context(module, text, path, settings)
     dispatcher = _Dispatcher(ctx, classes)
     try:
-        module.visit(dispatcher)
+        dispatcher.run(module)
     except RecursionError:
         dispatcher.failures.setdefault("<traversal>", "RecursionError: the file is nested too deeply")
     diagnostics = _resolve(ctx, path, dispatcher.failures)
-    if apply_noqa and diagnostics:
+    if apply_noqa and diagnostics and _NOQA.search(text):  # tokenizing the file is not free
         diagnostics = Suppressions.scan(text).filter(diagnostics)
     diagnostics.sort(key=Diagnostic.sort_key)
     return diagnostics
 
 
-class _Dispatcher(cst.CSTVisitor):
-    """One traversal that feeds every rule, records parents and contains crashes."""
+class _Dispatcher:
+    """One traversal that feeds every rule, records parents and contains crashes.
+
+    It walks the tree itself (``mpslint.walk``): ``CSTNode.visit`` would rebuild
+    every node on the way, which costs as much as the parse. The order of
+    ``visit_``/``leave_`` calls is exactly a LibCST visitor's.
+    """
 
     def __init__(self, ctx: Context, classes: Sequence[RuleClass]) -> None:
-        super().__init__()
         self.ctx = ctx
         self.failures: Dict[str, str] = {}
-        self.visit: Dict[str, List[Tuple[Rule, str]]] = {}
-        self.leave: Dict[str, List[Tuple[Rule, str]]] = {}
-        self.stack: List[cst.CSTNode] = []
+        self.visit: Dict[str, List[Tuple[Rule, Callable[[cst.CSTNode], object]]]] = {}
+        self.leave: Dict[str, List[Tuple[Rule, Callable[[cst.CSTNode], object]]]] = {}
         for cls in classes:
             rule = cls(ctx)
             for name in _handlers(cls):
                 kind, _, node_type = name.partition("_")
                 table = self.visit if kind == "visit" else self.leave
-                table.setdefault(node_type, []).append((rule, name))
+                table.setdefault(node_type, []).append((rule, getattr(rule, name)))
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.stack:
-            self.ctx.parents[node] = self.stack[-1]
-        self.stack.append(node)
-        handlers = self.visit.get(type(node).__name__)
-        if handlers:
-            self._call(handlers, node)
-        return True
+    def run(self, module: cst.Module) -> None:
+        # Iterative, with an explicit stack: deeply nested code cannot hit the recursion limit.
+        parents = self.ctx.parents
+        visit_table, leave_table, call = self.visit, self.leave, self._call
+        known, child_fields = walk.FIELDS, walk.child_fields
+        node_types, is_node_type = walk.IS_NODE, walk.is_node_type
+        leave_marker = _LEAVE
+        stack: List[Tuple[cst.CSTNode, object]] = [(module, None)]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node, parent = pop()
+            if parent is leave_marker:
+                handlers = leave_table.get(type(node).__name__)
+                if handlers:
+                    call(handlers, node)
+                continue
+            if parent is not None:
+                parents[node] = parent
+            cls = type(node)
+            name = cls.__name__
+            handlers = visit_table.get(name)
+            if handlers:
+                call(handlers, node)
+            if name in leave_table:  # handlers are only ever removed, never added
+                push((node, leave_marker))
+            fields = known[cls] if cls in known else child_fields(cls)
+            if fields is None:
+                kids = list(node.children)
+            else:
+                kids = []
+                for field_name in fields:
+                    value = getattr(node, field_name)
+                    kind = type(value)
+                    if kind is tuple or kind is list:
+                        kids.extend(value)
+                    elif node_types[kind] if kind in node_types else is_node_type(kind):
+                        kids.append(value)
+            for child in reversed(kids):
+                push((child, node))
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        handlers = self.leave.get(type(original_node).__name__)
-        if handlers:
-            self._call(handlers, original_node)
-        self.stack.pop()
-
-    def _call(self, handlers: List[Tuple[Rule, str]], node: cst.CSTNode) -> None:
-        for rule, name in list(handlers):
+    def _call(self, handlers: List[Tuple[Rule, Callable[[cst.CSTNode], object]]], node: cst.CSTNode) -> None:
+        for rule, method in list(handlers):
             try:
-                getattr(rule, name)(node)
+                method(node)
             except Exception as exc:  # a bug in a rule: contain it to that rule
                 self._disable(rule)
                 self.failures.setdefault(
@@ -139,6 +168,8 @@ class _Dispatcher(cst.CSTVisitor):
         self.ctx.reports = [r for r in self.ctx.reports if r.code != rule.CODE]
 
 
+_NOQA = re.compile("noqa", re.IGNORECASE)  # every suppression comment contains it
+_LEAVE = object()  # the stack entry (node, _LEAVE) runs node's leave_ handlers
 _HANDLER_CACHE: Dict[RuleClass, Tuple[str, ...]] = {}
 
 
@@ -193,7 +224,7 @@ def _resolve(ctx: Context, path: str, failures: Dict[str, str]) -> List[Diagnost
         )
     if not ctx.reports:
         return diagnostics
-    positions = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = node_ranges(ctx.module, _anchors(ctx.reports))
     resolver = _EditResolver(ctx, positions)
     seen = set()
     for report in ctx.reports:
@@ -201,8 +232,8 @@ def _resolve(ctx: Context, path: str, failures: Dict[str, str]) -> List[Diagnost
             rng = positions[report.node]
         except KeyError:  # a rule reported a node it built itself: a rule bug
             continue
-        start = Location(rng.start.line, rng.start.column + 1)
-        end = Location(rng.end.line, rng.end.column + 1)
+        start = Location(rng[0][0], rng[0][1] + 1)
+        end = Location(rng[1][0], rng[1][1] + 1)
         key = (report.code, start, end, report.message)
         if key in seen:
             continue
@@ -212,6 +243,18 @@ def _resolve(ctx: Context, path: str, failures: Dict[str, str]) -> List[Diagnost
             Diagnostic(report.code, report.message, path, start, end, fix=fix, noqa_row=start.row)
         )
     return diagnostics
+
+
+def _anchors(reports: List[Report]) -> List[cst.CSTNode]:
+    """Every node whose position the diagnostics need: reported nodes and fix anchors."""
+    nodes: List[cst.CSTNode] = []
+    for report in reports:
+        nodes.append(report.node)
+        if report.fix is not None:
+            for edit in report.fix.edits:
+                nodes.append(edit.start[0])
+                nodes.append(edit.end[0])
+    return nodes
 
 
 class _EditResolver:
@@ -252,9 +295,9 @@ class _EditResolver:
         except KeyError:
             return None
         if side == "start":
-            return Location(rng.start.line, rng.start.column + 1)
+            return Location(rng[0][0], rng[0][1] + 1)
         if side == "end":
-            return Location(rng.end.line, rng.end.column + 1)
+            return Location(rng[1][0], rng[1][1] + 1)
         if side == "line_after":
-            return Location(rng.end.line + 1, 1)
+            return Location(rng[1][0] + 1, 1)
         raise ValueError(f"unknown edit side {side!r}")

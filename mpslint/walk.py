@@ -1,0 +1,134 @@
+"""Walk a LibCST tree in LibCST's own visiting order, without rebuilding it.
+
+``CSTNode.visit`` rebuilds every node it passes through (it serves
+transformers and visitors alike), which costs about as much as parsing the
+file. A read-only pass does not need that: this module reads each node's
+children straight from its fields, in the order LibCST's
+``_visit_and_replace_children`` visits them. That order is read once per node
+class from LibCST's own source, so a new LibCST release with new nodes or
+fields needs no table here; where the source cannot be read, the class falls
+back to LibCST's ``children`` (same order, one rebuild). ``tests/test_walk.py``
+checks that the order matches ``CSTNode.visit`` on real code.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
+
+import libcst as cst
+
+# LibCST's helpers that visit one field; their second argument names it.
+_VISIT_HELPERS = frozenset(
+    {
+        "visit_required",
+        "visit_optional",
+        "visit_sentinel",
+        "visit_sequence",
+        "visit_iterable",
+        "visit_body_sequence",
+        "visit_body_iterable",
+    }
+)
+
+FIELDS: Dict[type, Optional[Tuple[str, ...]]] = {}
+# type -> is it a CSTNode class. ``isinstance(x, CSTNode)`` goes through ABCMeta and
+# was the single most expensive call of the walk; a dict lookup by type is not.
+IS_NODE: Dict[type, bool] = {}
+
+
+def is_node_type(cls: type) -> bool:
+    known = IS_NODE.get(cls)
+    if known is None:
+        known = IS_NODE[cls] = issubclass(cls, cst.CSTNode)
+    return known
+
+
+def child_fields(cls: type) -> Optional[Tuple[str, ...]]:
+    """Names of ``cls``'s fields holding children, in visiting order; None if unknown."""
+    try:
+        return FIELDS[cls]
+    except KeyError:
+        pass
+    fields = _read_fields(cls)
+    FIELDS[cls] = fields
+    return fields
+
+
+def _read_fields(cls: type) -> Optional[Tuple[str, ...]]:
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        source = textwrap.dedent(inspect.getsource(cls._visit_and_replace_children))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError, AttributeError):
+        return None
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _VISIT_HELPERS
+    ]
+    names = []
+    for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
+        if len(call.args) < 2 or not isinstance(call.args[1], ast.Constant) or not isinstance(call.args[1].value, str):
+            return None  # not the shape we know how to read
+        names.append(call.args[1].value)
+    # ``ImportFrom.names`` is visited by one of two helpers depending on its type.
+    return tuple(dict.fromkeys(names))
+
+
+def children(node: cst.CSTNode) -> List[cst.CSTNode]:
+    """The direct children of ``node`` in visiting order (like ``node.children``, without a rebuild)."""
+    fields = FIELDS[type(node)] if type(node) in FIELDS else child_fields(type(node))
+    if fields is None:
+        return list(node.children)
+    result: List[cst.CSTNode] = []
+    for name in fields:
+        value = getattr(node, name)
+        kind = type(value)
+        if kind is tuple or kind is list:
+            result.extend(value)
+        elif IS_NODE[kind] if kind in IS_NODE else is_node_type(kind):
+            result.append(value)
+    return result
+
+
+def walk(
+    root: cst.CSTNode,
+    enter: Callable[[cst.CSTNode, Optional[cst.CSTNode]], None],
+    leave: Optional[Callable[[cst.CSTNode], None]] = None,
+) -> None:
+    """Call ``enter(node, parent)`` before and ``leave(node)`` after each node's subtree, like a visitor.
+
+    Iterative: a deeply nested tree cannot hit the recursion limit.
+    """
+    stack: List[Tuple[cst.CSTNode, object]] = [(root, None)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, parent = pop()
+        if parent is _LEAVE:
+            leave(node)  # type: ignore[misc]
+            continue
+        enter(node, parent)  # type: ignore[arg-type]
+        if leave is not None:
+            push((node, _LEAVE))
+        for child in reversed(children(node)):
+            push((child, node))
+
+
+_LEAVE = object()
+
+
+def iter_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node under ``root`` (included) in pre-order, the order a visitor's ``visit_`` calls come in."""
+    stack = [root]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        node = pop()
+        yield node
+        kids = children(node)
+        kids.reverse()
+        extend(kids)

@@ -1,0 +1,184 @@
+"""The engine's own tree walk and position resolver agree with LibCST's.
+
+``mpslint.walk`` replaces ``CSTNode.visit`` (which rebuilds every node) and
+``mpslint.positions`` replaces ``PositionProvider`` (which records every
+node); both must give exactly what LibCST gives: the same visit/leave order
+and parents, the same ranges. Checked on syntax-heavy snippets, every fixture
+and rule doc, and a sample of the real corpus.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from mpslint import walk
+from mpslint.positions import node_ranges
+
+from corpus import corpus_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Every statement and expression form with children in unusual field orders.
+SYNTAX = '''\
+"""doc"""
+from __future__ import annotations
+import a.b as c, d
+from .x import (y as z, w,)
+from m import *
+@dec(1)
+@other
+async def f(a, /, b: int = 1, *args, c, d=2, **kw) -> "T":
+    global g
+    nonlocal_ = lambda x, *y, z=1, **k: (x, y)
+    async with a as (b, c), d:
+        async for i in range(3):
+            await i
+    return [x async for x in y if x]
+class C(B, metaclass=M):
+    x: int = 1
+    def m(self):
+        yield from self.g
+        yield
+try:
+    pass
+except (A, B) as e:
+    raise X from e
+else:
+    del a[1:2:3], b.c
+finally:
+    assert x, "m"
+try:
+    pass
+except* C:
+    pass
+while x := f():
+    if a: continue
+    elif b: break
+    else: pass
+for (i, *j) in {1: 2, **k}:
+    print(f"{i!r:>{w}} {j=}", *a, **b, sep="")
+with open("p") as fh, other(): x = {1, 2} | {3}; y = not a and b or c
+match cmd:
+    case [1, *rest] if rest:
+        pass
+    case {"k": v, **kw}:
+        pass
+    case Point(x=0, y=yy) | None:
+        pass
+    case _:
+        pass
+t = a if b else -c ** ~d @ e
+s = "a" "b" f"{c}" 'd'
+x[..., None] += (yield)
+type Alias[T: int, *Ts, **P] = list[T]
+def g[T](x: T) -> T: return x
+print(x, file=sys.stderr) ; i = 0 # trailing
+'''
+
+
+def _texts():
+    yield "syntax", SYNTAX
+    for path in sorted((ROOT / "fixtures").rglob("*.py")):
+        yield str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")
+    for path in sorted((ROOT / "rules").glob("*.md")):
+        blocks = path.read_text(encoding="utf-8").split("```python\n")[1:]
+        for i, block in enumerate(blocks):
+            yield f"{path.name}#{i}", block.split("```", 1)[0]
+
+
+def _parse(text):
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        return None
+
+
+class _Recorder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.events = []
+        self.stack = []
+        self.parents = {}
+
+    def on_visit(self, node):
+        if self.stack:
+            self.parents[node] = self.stack[-1]
+        self.stack.append(node)
+        self.events.append(("visit", node))
+        return True
+
+    def on_leave(self, node):
+        self.stack.pop()
+        self.events.append(("leave", node))
+
+
+def _assert_same_walk(module):
+    expected = _Recorder()
+    module.visit(expected)
+    events, parents = [], {}
+
+    def enter(node, parent):
+        if parent is not None:
+            parents[node] = parent
+        events.append(("visit", node))
+
+    walk.walk(module, enter, lambda node: events.append(("leave", node)))
+    assert len(events) == len(expected.events)
+    for ours, theirs in zip(events, expected.events):
+        assert ours[0] == theirs[0] and ours[1] is theirs[1], (type(ours[1]).__name__, type(theirs[1]).__name__)
+    assert parents.keys() == expected.parents.keys()
+    assert all(parents[n] is expected.parents[n] for n in parents)
+    assert [n for kind, n in expected.events if kind == "visit"] == list(walk.iter_nodes(module))
+
+
+def _assert_same_positions(module):
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    every = list(walk.iter_nodes(module))
+    ours = node_ranges(module, every)
+    for node in every:
+        rng = expected[node]
+        assert ours[node] == ((rng.start.line, rng.start.column), (rng.end.line, rng.end.column)), type(node).__name__
+    # Asking for a few nodes stops early but gives the same ranges for them.
+    few = every[len(every) // 3 :: max(1, len(every) // 7)]
+    partial = node_ranges(module, few)
+    for node in few:
+        assert partial[node] == ours[node]
+
+
+@pytest.mark.parametrize("name,text", list(_texts()), ids=lambda v: v if isinstance(v, str) and len(v) < 60 else "")
+def test_walk_and_positions_match_libcst(name, text):
+    module = _parse(text)
+    if module is None:
+        pytest.skip(f"{name} does not parse (an MPS000 example)")
+    _assert_same_walk(module)
+    _assert_same_positions(module)
+
+
+def test_children_fields_are_read_for_every_node_class_seen():
+    module = cst.parse_module(SYNTAX)
+    classes = {type(node) for node in walk.iter_nodes(module)}
+    unknown = sorted(cls.__name__ for cls in classes if walk.child_fields(cls) is None)
+    assert not unknown, f"fell back to node.children for {unknown}"
+
+
+def test_nodes_not_in_the_tree_have_no_range():
+    module = cst.parse_module("x = 1\n")
+    stranger = cst.Name("x")
+    ranges = node_ranges(module, [stranger])
+    assert stranger not in ranges
+    assert ranges[module.body[0]] == ((1, 0), (1, 5))
+
+
+@pytest.mark.corpus
+def test_walk_and_positions_match_libcst_on_the_corpus():
+    files = sorted(corpus_dir().rglob("*.py"))
+    assert files
+    for path in files[:: max(1, len(files) // 25)]:
+        module = _parse(path.read_text(encoding="utf-8"))
+        if module is not None:
+            _assert_same_walk(module)
+            _assert_same_positions(module)
