@@ -41,7 +41,8 @@ class ImportTable:
         return table
 
     def collect(self, module: cst.Module) -> None:
-        module.visit(_ImportCollector(self))
+        for node in _imports_in_order(module):
+            self.add(node)
 
     def add(self, node: cst.CSTNode) -> None:
         if isinstance(node, cst.Import):
@@ -88,19 +89,45 @@ class ImportTable:
         return any(t == p or t.startswith(p + ".") for p in prefixes for t in targets)
 
 
-class _ImportCollector(cst.CSTVisitor):
-    def __init__(self, table: ImportTable) -> None:
-        super().__init__()
-        self.table = table
+# Imports are statements, so only nodes that hold statements need to be opened:
+# expressions (decorators, conditions, defaults, ...) never contain one.
+_STATEMENT_HOLDERS = (
+    cst.Module,
+    cst.BaseSuite,
+    cst.BaseCompoundStatement,
+    cst.Else,
+    cst.ExceptHandler,
+    cst.ExceptStarHandler,
+    cst.Finally,
+    cst.MatchCase,
+)
+_HOLDS: Dict[type, bool] = {}
 
-    def visit_Import(self, node: cst.Import) -> bool:
-        self.table.add(node)
-        return False
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        self.table.add(node)
-        return False
+def _holds_statements(cls: type) -> bool:
+    holds = _HOLDS.get(cls)
+    if holds is None:
+        holds = _HOLDS[cls] = issubclass(cls, _STATEMENT_HOLDERS)
+    return holds
 
-    # Expressions never contain imports: skipping them makes this pre-pass cheap.
-    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
-        return any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in node.body)
+
+def _imports_in_order(module: cst.Module) -> Iterable[cst.CSTNode]:
+    """Every Import/ImportFrom in source order (later bindings override earlier ones)."""
+    from mpslint.walk import children
+
+    stack: list = [module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    yield small
+            continue
+        if isinstance(node, cst.SimpleStatementSuite):  # `if x: import y`
+            for small in node.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    yield small
+            continue
+        kids = [child for child in children(node) if _holds_statements(type(child)) or isinstance(child, cst.SimpleStatementLine)]
+        kids.reverse()
+        stack.extend(kids)
