@@ -148,6 +148,8 @@ class Rule:
     # Strings without which this rule cannot fire: a file containing none of
     # them is not parsed for this rule (the prefilter). Empty = always run.
     TRIGGERS: ClassVar[Tuple[str, ...]] = ()
+    # A rule with no TRIGGERS says here why it can fire on any file (tests/test_prefilter.py).
+    NO_TRIGGERS: ClassVar[str] = ""
     # Whether the rule's messages/fixes depend on settings other than selection.
     OPTIONS: ClassVar[Sequence[str]] = ()
 

@@ -1,0 +1,119 @@
+"""The prefilter is an optimisation only: it never changes what is reported.
+
+A rule runs on a file only if one of its TRIGGERS strings occurs in the text
+(``engine.rules_for_text``); a file with no trigger of any selected rule is
+not even parsed. Here every input is checked twice, with and without the
+prefilter, and the diagnostics must be identical. The one designed
+difference is MPS000: a file the prefilter skips is never parsed, so a syntax
+error in it is not reported (rules/MPS000.md); for such files only the rule
+diagnostics are compared, and there must be none.
+
+Inputs: every file under fixtures/ (including golden ``.fixed.py`` outputs and
+the verifier's scripts), every code block of every rule doc, and a sample of
+the real corpus.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from mpslint import catalog, registry
+from mpslint.config import Settings, parse_torch_version
+from mpslint.engine import INVALID_SYNTAX, check_text
+
+from corpus import corpus_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = catalog.load()
+ALL = Settings()
+
+
+def assert_prefilter_is_invisible(text: str, path: str, settings: Settings = ALL) -> None:
+    filtered = check_text(text, path, settings, prefilter=True)
+    full = check_text(text, path, settings, prefilter=False)
+    if filtered.skipped:
+        missed = [d for d in full.diagnostics if d.code != INVALID_SYNTAX]
+        assert not missed, f"the prefilter skipped {path}, which has findings: {[(d.code, d.location.row) for d in missed]}"
+    else:
+        assert filtered.diagnostics == full.diagnostics, _difference(filtered.diagnostics, full.diagnostics)
+
+
+def _difference(filtered, full) -> str:
+    a = {(d.code, d.location.row, d.location.column, d.message) for d in filtered}
+    b = {(d.code, d.location.row, d.location.column, d.message) for d in full}
+    return f"only with the prefilter: {sorted(a - b)}; only without: {sorted(b - a)}"
+
+
+def _fixture_files():
+    for path in sorted((ROOT / "fixtures").rglob("*.py")):
+        yield pytest.param(path, id=str(path.relative_to(ROOT / "fixtures")))
+
+
+@pytest.mark.parametrize("path", list(_fixture_files()))
+def test_fixture_results_do_not_depend_on_the_prefilter(path):
+    text = path.read_text(encoding="utf-8")
+    settings = ALL
+    if "torch-version=" in text.split("\n", 1)[0]:
+        value = text.split("torch-version=", 1)[1].split(",", 1)[0].split()[0]
+        settings = replace(settings, torch_version=parse_torch_version(value))
+    assert_prefilter_is_invisible(text, str(path), settings)
+
+
+def _doc_blocks():
+    for code, doc in sorted(DOCS.items()):
+        for title in ("Example", "Use instead"):
+            for i, block in enumerate(doc.examples(title)):
+                yield pytest.param(code, block, id=f"{code}-{title.lower().replace(' ', '-')}-{i}")
+
+
+@pytest.mark.parametrize("code,block", list(_doc_blocks()))
+def test_rule_doc_results_do_not_depend_on_the_prefilter(code, block):
+    version = DOCS[code].front.get("example-torch-version")
+    settings = replace(ALL, torch_version=parse_torch_version(version)) if version else ALL
+    assert_prefilter_is_invisible(block, "example.py", settings)
+
+
+def test_a_file_without_any_trigger_is_not_parsed():
+    # Neither a syntax error nor anything else is reported for it: it is skipped before parsing.
+    result = check_text("def broken(:\n    return 1\n", "plain.py", replace(ALL, select=frozenset()), prefilter=True)
+    assert result.skipped and not result.diagnostics
+
+
+@pytest.mark.parametrize("cls", registry.rule_classes(), ids=lambda cls: cls.CODE)
+def test_every_rule_declares_triggers_or_says_why_not(cls):
+    if not cls.TRIGGERS:
+        reason = getattr(cls, "NO_TRIGGERS", "")
+        assert reason.strip(), f"{cls.CODE} has no TRIGGERS: it runs on every file; set NO_TRIGGERS to say why"
+        return
+    assert isinstance(cls.TRIGGERS, tuple)
+    for trigger in cls.TRIGGERS:
+        # An empty string occurs in every text and would silently turn the prefilter off.
+        assert isinstance(trigger, str) and trigger, f"{cls.CODE}: bad trigger {trigger!r}"
+
+
+@pytest.mark.parametrize("cls", registry.rule_classes(), ids=lambda cls: cls.CODE)
+def test_every_example_of_a_rule_contains_one_of_its_triggers(cls):
+    """Each Example block reports its rule, so the prefilter must let it through: a trigger must occur in it."""
+    doc = DOCS.get(cls.CODE)
+    if doc is None:
+        pytest.skip(f"{cls.CODE} has no doc yet (tests/test_catalog.py reports that)")
+    if not cls.TRIGGERS:
+        pytest.skip(f"{cls.CODE} has no TRIGGERS: {cls.NO_TRIGGERS}")
+    blocks = doc.examples("Example")
+    assert blocks, f"rules/{cls.CODE}.md has no Example block"
+    for i, block in enumerate(blocks):
+        assert any(t in block for t in cls.TRIGGERS), f"Example {i} of {cls.CODE} contains none of {cls.TRIGGERS}"
+
+
+@pytest.mark.corpus
+def test_corpus_results_do_not_depend_on_the_prefilter():
+    files = sorted(corpus_dir().rglob("*.py"))
+    assert files
+    # A fixed, spread-out sample: files the prefilter skips and files it lets through.
+    sample = files[:: max(1, len(files) // 40)]
+    for path in sample:
+        assert_prefilter_is_invisible(path.read_text(encoding="utf-8"), str(path))
+    assert len(sample) >= 30
