@@ -233,3 +233,9 @@ def test_lambdas_and_classes_stop_the_search():
         """
     )
     assert found == {"lambda": None, "class": None}
+
+
+def test_names_that_only_mention_a_loader_are_not_loaders():
+    # Found in accelerate's tests: `for dl_results in dataloader_batch_results:` is a list of results.
+    found, _ = probes("for r in dataloader_batch_results:\n    probe('r')\nfor b in dl_batches:\n    probe('b')\n")
+    assert found == {"r": None, "b": None}

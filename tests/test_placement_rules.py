@@ -238,3 +238,23 @@ def test_multiline_call_keeps_parsing():
     source = body("return x.to(", "    'cpu',", "    non_blocking=True,", ")")
     result = fix(source, ["MPS304"])
     assert result.error is None and "non_blocking" not in result.text
+
+
+def test_a_local_model_is_not_placed_by_another_function():
+    # Found in accelerate's tests: one test moves its `model`, another builds its own and runs it on the CPU.
+    source = """\
+import torch
+
+def test_on_device(device):
+    model = Net().to(device)
+    return model(torch.randn(2, 3).to(device))
+
+def test_on_cpu():
+    model = Net()
+    x = torch.randn(2, 3)
+    return model(x)
+
+def run(model, device):
+    return model(torch.randn(2, 3))
+"""
+    assert rows(source, "MPS302") == [13]

@@ -96,7 +96,8 @@ class DeviceFlow:
         self.tree: Tree = ctx.analysis(Tree)
         self.bindings: Dict[Scope, Dict[str, List[Binding]]] = {}
         self.graph: Dict[Scope, Set[str]] = {}
-        self.placed: Set[str] = set()
+        self.placed: Set[str] = set()  # every name placed somewhere in the file
+        self.placed_in: Dict[Scope, Set[str]] = {}  # where each placement happens
         self.prepared: Set[str] = set()  # names returned by accelerator.prepare(...)
         self.nn_objects: Set[str] = set()  # names bound to torch.nn.X(...) instances
         self.no_grad_functions: Set[cst.CSTNode] = set()
@@ -282,7 +283,7 @@ class DeviceFlow:
                     for target in targets:
                         name = dotted_name(target)
                         if name:
-                            self.placed.add(name)
+                            self._place(name, node)
             if method == "prepare":
                 for target in targets:
                     elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else [cst.Element(target)]
@@ -292,7 +293,7 @@ class DeviceFlow:
                             continue
                         self.prepared.add(name)
                         if MODULE_LIKE.search(name.rsplit(".", 1)[-1]) and "loss" not in name.lower():
-                            self.placed.add(name)
+                            self._place(name, node)
         if isinstance(value, cst.Call):
             qualified = self._qualified(value.func) or ""
             if qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1][:1].isupper():
@@ -329,7 +330,7 @@ class DeviceFlow:
         if method in ("to", "cuda", "to_empty") and isinstance(parent, cst.Expr):
             name = dotted_name(func.value)
             if name and not _moves_to_cpu(call, self):
-                self.placed.add(name)
+                self._place(name, call)
         if method == "backward":
             scope = self.tree.scope_of(call)
             positional = [a.value for a in call.args if a.keyword is None]
@@ -344,6 +345,26 @@ class DeviceFlow:
                     receiver = receiver.args[0].value
             if isinstance(receiver, cst.Name):
                 self._add_graph(scope, receiver.value)
+
+    def _place(self, name: str, at: cst.CSTNode) -> None:
+        self.placed.add(name)
+        self.placed_in.setdefault(self.tree.scope_of(at), set()).add(name)
+
+    def is_placed_name(self, name: str, use: cst.CSTNode) -> bool:
+        """``name`` at ``use`` is a placed module: placed in this function, or a parameter/global placed elsewhere.
+
+        A function that builds its own ``model = Net()`` and never moves it has an unplaced model, whatever
+        other functions of the file do with their ``model``.
+        """
+        if name not in self.placed:
+            return False
+        scope = self.tree.scope_of(use)
+        if name in self.placed_in.get(scope, ()):
+            return True
+        if "." in name:
+            return True  # self.model: shared by the methods of a class
+        local = self.bindings.get(scope, {}).get(name, ())
+        return not any(b.how != "param" for b in local) or scope is self.tree.module
 
     def _add_graph(self, scope: Scope, name: str) -> None:
         names = self.graph.setdefault(scope, set())
@@ -532,7 +553,7 @@ class DeviceFlow:
         name = expr.value
         if name in ("True", "False", "None"):
             return Kind.HOST
-        if name in self.placed:
+        if self.is_placed_name(name, expr):
             return Kind.MODULE
         scope = self.tree.scope_of(expr)
         if name in self.graph.get(scope, ()):

@@ -30,7 +30,7 @@ from mpslint.analysis.tree import Tree
 
 LoopNode = Union[cst.For, cst.While]
 
-LOADER = re.compile(r"(loader|_dl|^dl|dataloader)s?$|loader", re.IGNORECASE)
+LOADER = re.compile(r"(loader|_dl|^dl)s?$|^loader_|_loader_", re.IGNORECASE)
 WRAPPERS = frozenset("enumerate tqdm zip iter islice trange progress track chain".split())
 OPTIMIZER = re.compile(r"optim|^opt$|^opt_|_opt$|^opt[A-Z_]|scaler", re.IGNORECASE)
 
@@ -158,10 +158,10 @@ class HotLoops:
                 owner = dotted_name(func.value) or ""
                 if OPTIMIZER.search(owner.rsplit(".", 1)[-1]):
                     return "train"
-            if method in ("forward", "generate") and (dotted_name(func.value) or "") in self.flow.placed:
+            if method in ("forward", "generate") and self.flow.is_placed_name(dotted_name(func.value) or "", call):
                 return "forward"
         name = dotted_name(func)
-        if name is not None and name in self.flow.placed:
+        if name is not None and self.flow.is_placed_name(name, call):
             return "forward"
         return None
 

@@ -104,12 +104,12 @@ class PlacementMismatch(Rule):
     def _is_placed_forward(self, call: cst.Call) -> bool:
         flow = self.flow
         name = dotted_name(call.func)
-        if name is not None and name in flow.placed:
+        if name is not None and flow.is_placed_name(name, call):
             return True
         return (
             isinstance(call.func, cst.Attribute)
             and call.func.attr.value == "forward"
-            and (dotted_name(call.func.value) or "") in flow.placed
+            and flow.is_placed_name(dotted_name(call.func.value) or "", call)
         )
 
     def _host_factory(self, expr: cst.CSTNode) -> Optional[cst.Call]:
