@@ -686,3 +686,10 @@ def test_more_corpus_traps(src, code):
 def test_a_broad_except_is_not_a_compat_fallback():
     src = "import torch\ntry:\n    x = 1\nexcept Exception:\n    torch.cuda.synchronize()\n"
     assert codes(src, ["MPS104"]) == ["MPS104"]
+
+
+def test_modules_built_on_cuda_only_libraries_are_cuda_code():
+    # accelerate/utils/megatron_lm.py
+    src = "import torch\nif ok:\n    from megatron.core import mpu\nloss = torch.tensor(0.0, device=torch.cuda.current_device())\nt = torch.cuda.FloatTensor([0.0])\n"
+    assert codes(src, ["MPS104", "MPS107"]) == []
+    assert codes(src.replace("megatron", "mylib"), ["MPS104", "MPS107"]) == ["MPS104", "MPS107"]

@@ -378,3 +378,16 @@ def _sibling_tests_mps(ctx, stmt: cst.CSTNode) -> bool:
         if mentions_mps(other.test):
             return True
     return False
+
+
+# Libraries that only run on NVIDIA GPUs: a module built on one of them is
+# CUDA code by design, and its torch.cuda calls are not migration work.
+CUDA_ONLY_LIBRARIES = (
+    "megatron", "apex", "deep_gemm", "flash_attn", "cutlass", "cupy", "pycuda", "tensorrt",
+    "transformer_engine", "nvidia",
+)
+
+
+def cuda_only_module(ctx) -> bool:
+    """``ctx.analysis(cuda_only_module)``: the file imports a CUDA-only library."""
+    return ctx.imports.imports_any(CUDA_ONLY_LIBRARIES)

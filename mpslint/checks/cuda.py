@@ -16,6 +16,7 @@ import libcst as cst
 from mpslint.analysis.cuda_context import (
     AVAILABILITY,
     DEVICE,
+    cuda_only_module,
     guards,
     in_cuda_named_function,
     in_cuda_method,
@@ -76,7 +77,9 @@ def _indent_of(ctx, node: cst.CSTNode) -> str:
 
 
 def _unguarded(rule: Rule, node: cst.CSTNode) -> bool:
-    """Not under any CUDA guard and not in a device choice that knows MPS."""
+    """Not under any CUDA guard, not in a device choice that knows MPS, not in a module built on a CUDA-only library."""
+    if rule.ctx.analysis(cuda_only_module):
+        return False
     return not any(True for _ in guards(rule.ctx, node)) and not in_mps_aware_choice(rule.ctx, node)
 
 
@@ -760,7 +763,7 @@ class LegacyCudaTensorType(Rule):
     def _check(self, node: cst.BaseExpression) -> None:
         member = _cuda_member(self.ctx, node)
         dtype = cuda_api.LEGACY_TENSOR_TYPES.get(member or "")
-        if dtype is None:
+        if dtype is None or self.ctx.analysis(cuda_only_module):
             return
         self.report(
             node,
