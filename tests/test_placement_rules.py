@@ -258,3 +258,32 @@ def run(model, device):
     return model(torch.randn(2, 3))
 """
     assert rows(source, "MPS302") == [13]
+
+
+def test_calls_before_the_model_is_moved_run_on_the_cpu():
+    # Found in accelerate's tests: a reference output computed on the CPU, then the model is moved.
+    source = """\
+import torch
+
+def compare(device):
+    model = Net()
+    x = torch.randn(2, 3)
+    expected = model(x)
+    model.to(device)
+    return model(x)
+"""
+    assert rows(source, "MPS302") == [8]
+
+
+def test_mismatch_expected_by_a_test_is_not_reported():
+    # Found in accelerate's tests: the test asserts that the mixed-device call raises.
+    source = """\
+import pytest
+import torch
+
+def test_raises(device):
+    model = Net().to(device)
+    with pytest.raises(RuntimeError):
+        model(torch.randn(2, 3))
+"""
+    assert rows(source, "MPS302") == []

@@ -97,7 +97,7 @@ class DeviceFlow:
         self.bindings: Dict[Scope, Dict[str, List[Binding]]] = {}
         self.graph: Dict[Scope, Set[str]] = {}
         self.placed: Set[str] = set()  # every name placed somewhere in the file
-        self.placed_in: Dict[Scope, Set[str]] = {}  # where each placement happens
+        self.placed_in: Dict[Scope, Dict[str, List[int]]] = {}  # scope -> name -> where it is placed
         self.prepared: Set[str] = set()  # names returned by accelerator.prepare(...)
         self.nn_objects: Set[str] = set()  # names bound to torch.nn.X(...) instances
         self.no_grad_functions: Set[cst.CSTNode] = set()
@@ -348,7 +348,7 @@ class DeviceFlow:
 
     def _place(self, name: str, at: cst.CSTNode) -> None:
         self.placed.add(name)
-        self.placed_in.setdefault(self.tree.scope_of(at), set()).add(name)
+        self.placed_in.setdefault(self.tree.scope_of(at), {}).setdefault(name, []).append(self.tree.start[at])
 
     def is_placed_name(self, name: str, use: cst.CSTNode) -> bool:
         """``name`` at ``use`` is a placed module: placed in this function, or a parameter/global placed elsewhere.
@@ -359,8 +359,9 @@ class DeviceFlow:
         if name not in self.placed:
             return False
         scope = self.tree.scope_of(use)
-        if name in self.placed_in.get(scope, ()):
-            return True
+        here = self.placed_in.get(scope, {}).get(name)
+        if here:
+            return min(here) < self.tree.start.get(use, 0)  # calls before `model.to(device)` run on the CPU
         if "." in name:
             return True  # self.model: shared by the methods of a class
         local = self.bindings.get(scope, {}).get(name, ())

@@ -146,7 +146,20 @@ class PlacementMismatch(Rule):
             return
         self._report_host_tensor(maybe_host, factory, other, f"is combined with device tensor `{short(self.ctx, other)}`")
 
+    def _expects_error(self, node: cst.CSTNode) -> bool:
+        """Inside ``with pytest.raises(...)`` / ``self.assertRaises(...)``: the failure is the point."""
+        for parent in self.flow.tree.ancestors(node):
+            if isinstance(parent, cst.With):
+                for item in parent.items:
+                    call = item.item
+                    name = dotted_name(call.func) if isinstance(call, cst.Call) else None
+                    if name and name.rsplit(".", 1)[-1] in ("raises", "assertRaises", "assertRaisesRegex"):
+                        return True
+        return False
+
     def _report_host_tensor(self, use: cst.CSTNode, factory: cst.Call, other: Optional[cst.CSTNode], why: str) -> None:
+        if self._expects_error(use):
+            return
         device = None
         if use is factory and other is not None and dotted_name(other) is not None:
             device = f"{dotted_name(other)}.device"
