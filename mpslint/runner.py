@@ -99,13 +99,14 @@ def run(
 
     workers = min(jobs or os.cpu_count() or 1, len(pending))
     todo = [tasks[i] for i in pending]
-    if workers > 1 and len(todo) >= POOL_THRESHOLD:
-        done = _run_pool(todo, table, mode, cache_dir, workers)
-    else:
-        done = []
-    if len(done) < len(todo):  # no pool, or it broke: finish in this process
-        state = _State(table, mode, cache_dir)
-        done.extend(state.process(task) for task in todo[len(done):])
+    with _sigterm_unwinds(mode.fix):
+        if workers > 1 and len(todo) >= POOL_THRESHOLD:
+            done = _run_pool(todo, table, mode, cache_dir, workers)
+        else:
+            done = []
+        if len(done) < len(todo):  # no pool, or it broke: finish in this process
+            state = _State(table, mode, cache_dir)
+            done.extend(state.process(task) for task in todo[len(done):])
     for i, result in zip(pending, done):
         results[i] = result
     return results  # type: ignore[return-value]
@@ -113,8 +114,7 @@ def run(
 
 def _cached(task: Task, settings: Settings, cache) -> Optional[FileResult]:
     try:
-        with open(task.path, "rb") as handle:
-            data = handle.read()
+        data = read_file(task.path)
     except OSError:
         return None  # the worker reports the error
     diagnostics = cache.get(cache.key(data, task.display, settings))
@@ -133,17 +133,30 @@ def _run_pool(todo: List[Task], table: List[Settings], mode: Mode, cache_dir: Op
     done: List[FileResult] = []
     # Small chunks keep both workers busy when a few files are much larger than the rest.
     chunksize = max(1, min(16, len(todo) // (workers * 8)))
+    context = multiprocessing.get_context("spawn")
     try:
-        with ProcessPoolExecutor(
+        stop = context.Event()  # set when this run is interrupted: workers skip the files they have not started
+        pool = ProcessPoolExecutor(
             max_workers=workers,
-            mp_context=multiprocessing.get_context("spawn"),
+            mp_context=context,
             initializer=_init_worker,
-            initargs=(registry.FAMILIES, table, mode, cache_dir),
-        ) as pool:
-            for result in pool.map(_work, todo, chunksize=chunksize):
-                done.append(result)
+            initargs=(registry.FAMILIES, table, mode, cache_dir, stop),
+        )
+    except OSError:
+        return done
+    try:
+        for result in pool.map(_work, todo, chunksize=chunksize):
+            done.append(result)
     except (BrokenProcessPool, OSError):
         pass  # a worker died (or none could start): the caller redoes the rest in-process
+    except BaseException:
+        # Interrupted (Ctrl-C, SIGTERM): drop the queued files, let each worker finish the file it is
+        # writing (every write is atomic), and leave no orphaned worker behind.
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
     return done
 
 
@@ -166,8 +179,9 @@ class _State:
 _WORKER: Optional[_State] = None
 
 
-def _init_worker(families: Tuple[str, ...], table: List[Settings], mode: Mode, cache_dir: Optional[Path]) -> None:
-    global _WORKER
+def _init_worker(families: Tuple[str, ...], table: List[Settings], mode: Mode, cache_dir: Optional[Path], stop=None) -> None:
+    global _WORKER, _STOP
+    _STOP = stop
     from mpslint import registry
 
     if families != registry.FAMILIES:
@@ -177,17 +191,77 @@ def _init_worker(families: Tuple[str, ...], table: List[Settings], mode: Mode, c
             cached.cache_clear()
     registry.rule_classes()  # import every rule once per worker, not per file
     _WORKER = _State(table, mode, cache_dir)
+    import signal
+
+    # Ctrl-C reaches the whole process group: the parent alone decides how to stop (see _run_pool).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if mode.fix:
+        signal.signal(signal.SIGTERM, _worker_terminated)
+
+
+def _worker_terminated(signum, frame) -> None:
+    global _TERMINATED
+    _TERMINATED = True
+    raise SystemExit(128 + signum)
+
+
+def _raise_system_exit(signum, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
+class _sigterm_unwinds:
+    """While fixing, SIGTERM unwinds like Ctrl-C does, so a temp file being written is removed, not left behind."""
+
+    def __init__(self, active: bool) -> None:
+        self.active = active
+        self.previous = None
+
+    def __enter__(self) -> None:
+        import signal
+        import threading
+
+        if self.active and threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, _raise_system_exit)
+
+    def __exit__(self, *exc) -> None:
+        if self.previous is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, self.previous)
+
+
+_STOP = None  # the parent's "interrupted" event
+_TERMINATED = False  # this worker got SIGTERM
 
 
 def _work(task: Task) -> FileResult:
     assert _WORKER is not None
+    if _TERMINATED or (_STOP is not None and _STOP.is_set()):
+        return FileResult(task.display, error="not checked: the run was interrupted")
     return _WORKER.process(task)
+
+
+def read_file(path: str) -> bytes:
+    """A regular file's bytes; anything else (a FIFO, a device) is an error instead of a read that never ends."""
+    import stat
+
+    # O_NONBLOCK: opening a FIFO without a writer would otherwise block before we can look at what it is.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise OSError(0, "is a directory" if stat.S_ISDIR(mode) else "not a regular file")
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
 
 
 def process_file(path: str, display: str, settings: Settings, mode: Mode, *, cache=None) -> FileResult:
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_file(path)
     except OSError as exc:
         return FileResult(display, error=f"cannot read: {exc.strerror or exc}")
     key = None

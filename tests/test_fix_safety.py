@@ -1,0 +1,254 @@
+"""`mpslint --fix` through the real command line never loses a byte.
+
+Writes are atomic and keep permissions; encodings, BOMs and every line ending
+outside the edits come back byte for byte; a fix that does not re-parse is
+dropped and said so; fixing twice changes nothing; files without fixes are
+never rewritten; and a run interrupted by SIGINT or SIGTERM in the middle of
+fixing leaves each file exactly old or exactly new, with no temp files.
+(Runner-level versions of some of these live in test_runner.py; these go
+through the CLI, the discovery and the pool.)
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mpslint.cli import main
+
+from clitools import fake_rules  # noqa: F401  (fixture)
+
+TESTS = Path(__file__).resolve().parent
+CUDA = "import torch\n\nx = torch.zeros(1)\ny = x.cuda()\n"
+FIXED = CUDA.replace("x.cuda()", "x.to(DEVICE)")
+CLEAN = "import torch\n\nx = torch.zeros(1)\n"
+
+
+def run(*args, input=None):
+    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch, fake_rules):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MPSLINT_OUTPUT_FORMAT", raising=False)
+    monkeypatch.delenv("MPSLINT_CACHE_DIR", raising=False)
+    return tmp_path
+
+
+def temp_files(root: Path):
+    return sorted(p.name for p in root.rglob("*") if p.name.startswith(".mpslint-"))
+
+
+# --- bytes outside the edits ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, before, after",
+    [
+        # CR-only (classic Mac) line endings
+        ("cr.py", b"import torch\rx = torch.zeros(1)\ry = x.cuda()\r", b"import torch\rx = torch.zeros(1)\ry = x.to(DEVICE)\r"),
+        # mixed endings: each line keeps its own, and the missing final newline stays missing
+        (
+            "mixed.py",
+            b"import torch\r\nif True:\n\ty = x.cuda()  # tab-indented\r\n\tz = 1\rw = 2",
+            b"import torch\r\nif True:\n\ty = x.to(DEVICE)  # tab-indented\r\n\tz = 1\rw = 2",
+        ),
+        # latin-1 with a cookie, BOM-less; the non-ASCII bytes stay single bytes
+        (
+            "latin.py",
+            b"# -*- coding: latin-1 -*-\r\nimport torch\r\nname = '\xe9t\xe9'\r\ny = torch.zeros(1).cuda()\r\n",
+            b"# -*- coding: latin-1 -*-\r\nimport torch\r\nname = '\xe9t\xe9'\r\ny = torch.zeros(1).to(DEVICE)\r\n",
+        ),
+        # a UTF-8 BOM with non-ASCII text and CRLF
+        (
+            "bom.py",
+            b"\xef\xbb\xbfimport torch\r\n# \xc3\xa9l\xc3\xa8ve\r\ny = torch.zeros(1).cuda()\r\n",
+            b"\xef\xbb\xbfimport torch\r\n# \xc3\xa9l\xc3\xa8ve\r\ny = torch.zeros(1).to(DEVICE)\r\n",
+        ),
+        # cp1252 cookie on line 2 after a shebang
+        (
+            "cp.py",
+            b"#!/usr/bin/env python\n# coding: cp1252\nimport torch\nq = '\x93quoted\x94'\ny = torch.ones(2).cuda()\n",
+            b"#!/usr/bin/env python\n# coding: cp1252\nimport torch\nq = '\x93quoted\x94'\ny = torch.ones(2).to(DEVICE)\n",
+        ),
+    ],
+)
+def test_fix_changes_only_the_edited_bytes(project, name, before, after):
+    (project / name).write_bytes(before)
+    result = run("--fix", name)
+    assert result.exit_code == 0, result.output
+    assert (project / name).read_bytes() == after
+    assert temp_files(project) == []
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o755, 0o600])
+def test_fix_keeps_the_permission_bits(project, mode):
+    path = project / "a.py"
+    path.write_text(CUDA)
+    os.chmod(path, mode)
+    inode = path.stat().st_ino
+    assert run("--fix", "a.py").exit_code == 0
+    assert path.read_text() == FIXED
+    assert path.stat().st_mode & 0o7777 == mode
+    assert path.stat().st_ino != inode  # replaced by rename, not truncated and rewritten in place
+
+
+def test_files_without_fixes_are_never_rewritten(project):
+    (project / "clean.py").write_text(CLEAN)
+    (project / "unfixable.py").write_text("import torch\ntorch.cuda.synchronize()\n")  # a finding with no fix
+    (project / "unsafe_only.py").write_text("import torch\ny = torch.zeros(1).double()\n")  # fix offered, not applied
+    (project / "a.py").write_text(CUDA)
+    past = time.time_ns() - 10**10
+    before = {}
+    for p in project.glob("*.py"):
+        os.utime(p, ns=(past, past))
+        before[p.name] = (p.stat().st_ino, p.stat().st_mtime_ns)
+    result = run("--fix", ".")
+    assert result.exit_code == 1  # findings without an applied fix remain
+    for p in project.glob("*.py"):
+        if p.name == "a.py":
+            assert p.stat().st_mtime_ns != before[p.name][1]
+        else:
+            assert (p.stat().st_ino, p.stat().st_mtime_ns) == before[p.name], p.name
+
+
+def test_a_second_fix_changes_nothing(project):
+    for i in range(3):
+        (project / f"m{i}.py").write_bytes(b"import torch\r\nx = torch.zeros(1)\r\ny = x.cuda().double()\r\nz = x.cuda()\r\n")
+    first = run("--fix", "--unsafe-fixes", ".")
+    assert first.exit_code == 0, first.output
+    snapshot = {p.name: (p.read_bytes(), p.stat().st_ino, p.stat().st_mtime_ns) for p in project.glob("*.py")}
+    second = run("--fix", "--unsafe-fixes", ".")
+    assert second.exit_code == 0
+    assert second.output == "All checks passed!\n"
+    assert {p.name: (p.read_bytes(), p.stat().st_ino, p.stat().st_mtime_ns) for p in project.glob("*.py")} == snapshot
+    assert run("--diff", "--unsafe-fixes", ".").exit_code == 0
+
+
+def test_a_fix_that_does_not_reparse_is_dropped_and_reported(project, monkeypatch):
+    import mpslint.fixer as fixer
+
+    real = fixer.apply_fixes
+    # A fix engine bug: the result of applying fixes no longer parses.
+    monkeypatch.setattr(fixer, "apply_fixes", lambda text, fixes, newline="\n": real(text, fixes, newline=newline) + "def (:\n")
+    (project / "a.py").write_text(CUDA)
+    (project / "b.py").write_text("import torch\ntorch.cuda.synchronize()\n")
+    result = run("--fix", ".")
+    assert (project / "a.py").read_text() == CUDA
+    assert result.exit_code == 1
+    assert "warning: a.py:" in result.stderr and "does not parse" in result.stderr
+    assert "a.py:4:5: MPS990" in result.stdout  # the finding it could not fix is still reported
+    assert "b.py:2:1: MPS992" in result.stdout
+    assert temp_files(project) == []
+
+
+def test_an_unencodable_fix_leaves_the_file_and_says_why(project, monkeypatch):
+    from mpslint import registry
+    from clitools import CudaCall
+
+    class NonLatin(CudaCall):
+        """A fix whose replacement text cannot be written in the file's declared encoding."""
+
+        def visit_Call(self, node):
+            import libcst as cst
+            from mpslint.checks.base import FixSpec, replace
+
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda":
+                self.report(node, "cuda", fix=FixSpec.safe("t", replace(node, cst.parse_expression("x.to('\u2192')"))))
+
+    monkeypatch.setattr(registry, "classes_for", lambda codes: (NonLatin,))
+    data = b"# coding: latin-1\nimport torch\ns = '\xe9'\ny = x.cuda()\n"
+    (project / "a.py").write_bytes(data)
+    (project / "b.py").write_text(CUDA)
+    result = run("--fix", ".")
+    assert (project / "a.py").read_bytes() == data
+    assert "error: a.py: cannot write the fixed file" in result.stderr
+    assert result.exit_code == 2
+    assert "x.to('\u2192')" in (project / "b.py").read_text()
+    assert temp_files(project) == []
+
+
+# --- interrupted runs -------------------------------------------------------------------------
+
+# Runs the CLI with the test rules in a fresh interpreter (so a signal hits a real process).
+DRIVER = f"""
+import sys
+sys.path.insert(0, {str(TESTS)!r})
+from mpslint import registry
+registry.FAMILIES = ("clitools",)
+from mpslint.cli import main
+main()
+"""
+# Many `.cuda()` calls per file, so fixing each file takes a while (several fixer passes).
+BIG = "import torch\n\n" + "".join(f"t{i} = torch.zeros({i}).cuda()\n" for i in range(150))
+BIG_FIXED = BIG.replace(".cuda()", ".to(DEVICE)")
+
+
+@pytest.mark.parametrize("sig, jobs", [(signal.SIGTERM, "1"), (signal.SIGTERM, "2"), (signal.SIGINT, "2")])
+def test_an_interrupted_fix_leaves_every_file_old_or_new(tmp_path, sig, jobs):
+    files = [tmp_path / f"m{i:03}.py" for i in range(300)]
+    for f in files:
+        f.write_text(BIG)
+    old, new = BIG.encode(), BIG_FIXED.encode()
+    process = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, "check", "--fix", "-j", jobs, "."],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # the signal goes to mpslint (and, for SIGINT, its workers) like a terminal's would
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not any(f.read_bytes() == new for f in files):
+            assert process.poll() is None, "mpslint finished before it could be interrupted"
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        if sig == signal.SIGINT:
+            os.killpg(process.pid, sig)  # Ctrl-C reaches the whole foreground process group
+        else:
+            process.send_signal(sig)  # `kill PID` reaches the main process only
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    contents = [f.read_bytes() for f in files]
+    assert all(c in (old, new) for c in contents)
+    assert new in contents
+    assert old in contents, "the run finished before the signal: the test proves nothing"
+    assert process.returncode != 0
+    assert b"Traceback" not in stderr
+    assert temp_files(tmp_path) == []
+
+
+def test_sigterm_while_a_temp_file_is_open_removes_it(tmp_path):
+    """Deterministic: SIGTERM lands between writing the temp file and renaming it over the original."""
+    for i in range(5):
+        (tmp_path / f"m{i}.py").write_text(CUDA)
+    driver = DRIVER.replace(
+        "from mpslint.cli import main",
+        "import os, signal\n"
+        "real, calls = os.replace, []\n"
+        "def replace(src, dst):\n"
+        "    calls.append(dst)\n"
+        "    if len(calls) == 3:\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    real(src, dst)\n"
+        "os.replace = replace\n"
+        "from mpslint.cli import main",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", driver, "check", "--fix", "-j", "1", "."], cwd=tmp_path, capture_output=True, timeout=120
+    )
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+    contents = [(tmp_path / f"m{i}.py").read_text() for i in range(5)]
+    assert contents == [FIXED, FIXED, CUDA, CUDA, CUDA]
+    assert temp_files(tmp_path) == []
+    assert b"Traceback" not in done.stderr
