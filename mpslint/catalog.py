@@ -143,3 +143,17 @@ def find(code_or_name: str) -> Optional[RuleDoc]:
 def table_rows() -> List[Tuple[str, str, str, str]]:
     """(code, name, summary, fix) for the README table."""
     return [(d.code, d.name, d.summary, d.fix) for d in load().values()]
+
+
+def readme_table() -> str:
+    """The rule table of README.md, generated from the catalog (``python -m mpslint.catalog``)."""
+    fixes = {"none": "–", "safe": "safe", "unsafe": "unsafe", "sometimes": "sometimes"}
+    lines = ["| code | name | what it flags | fix |", "|---|---|---|---|"]
+    for doc in load().values():
+        summary = doc.summary.replace("|", "\\|")
+        lines.append(f"| [{doc.code}](rules/{doc.code}.md) | {doc.name} | {summary} | {fixes.get(doc.fix, doc.fix)} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(readme_table(), end="")

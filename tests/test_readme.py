@@ -1,0 +1,28 @@
+"""README.md stays true: the rule table is the catalog's, and its commands match .ci/run."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from mpslint import catalog
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_rule_table_is_generated_from_the_catalog():
+    table = re.search(r"<!-- rules:start -->\n(.*?)<!-- rules:end -->", README, re.DOTALL).group(1)
+    assert table == catalog.readme_table(), "run `python -m mpslint.catalog` and paste the table into README.md"
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    command = 'python -m pip install -e ".[test]" "torch==2.13.0" && python -m pytest'
+    assert command in README
+    assert command in ci
+
+
+def test_readme_example_file_exists():
+    assert "mpslint fixtures/cuda/train_cuda.py" in README
+    assert (ROOT / "fixtures" / "cuda" / "train_cuda.py").exists()
