@@ -4,11 +4,13 @@
 transformers and visitors alike), which costs about as much as parsing the
 file. A read-only pass does not need that: this module reads each node's
 children straight from its fields, in the order LibCST's
-``_visit_and_replace_children`` visits them. That order is read once per node
-class from LibCST's own source, so a new LibCST release with new nodes or
-fields needs no table here; where the source cannot be read, the class falls
-back to LibCST's ``children`` (same order, one rebuild). ``tests/test_walk.py``
-checks that the order matches ``CSTNode.visit`` on real code.
+``_visit_and_replace_children`` visits them. That method names each field it
+visits as a string constant (``visit_required(self, "func", ...)``), so the
+order is read once per node class from the method's code constants: a new
+LibCST release with new nodes or fields needs no table here. Where that
+reading fails, the class falls back to LibCST's ``children`` (same order, one
+rebuild). ``tests/test_traversal.py`` checks the order against the method's
+source for every node class, and against ``CSTNode.visit`` on real code.
 """
 
 from __future__ import annotations
@@ -49,12 +51,25 @@ def child_fields(cls: type) -> Optional[Tuple[str, ...]]:
         return FIELDS[cls]
     except KeyError:
         pass
-    fields = _read_fields(cls)
+    fields = _fields_from_code(cls)
     FIELDS[cls] = fields
     return fields
 
 
-def _read_fields(cls: type) -> Optional[Tuple[str, ...]]:
+def _fields_from_code(cls: type) -> Optional[Tuple[str, ...]]:
+    """Field names among the method's constants, in first-use order (the compiler keeps source order)."""
+    import dataclasses
+
+    try:
+        constants = cls._visit_and_replace_children.__code__.co_consts
+        names = {f.name for f in dataclasses.fields(cls)}
+    except (AttributeError, TypeError):
+        return None
+    return tuple(dict.fromkeys(c for c in constants if type(c) is str and c in names))
+
+
+def fields_from_source(cls: type) -> Optional[Tuple[str, ...]]:
+    """The same order read from the method's source (slow: for tests)."""
     import ast
     import inspect
     import textwrap

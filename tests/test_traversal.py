@@ -165,6 +165,20 @@ def test_children_fields_are_read_for_every_node_class_seen():
     assert not unknown, f"fell back to node.children for {unknown}"
 
 
+def _node_classes():
+    return sorted(
+        (c for c in vars(cst).values() if isinstance(c, type) and issubclass(c, cst.CSTNode) and not getattr(c, "__abstractmethods__", None)),
+        key=lambda c: c.__name__,
+    )
+
+
+def test_field_order_read_from_code_matches_the_source_for_every_node_class():
+    classes = _node_classes()
+    assert len(classes) > 100
+    for cls in classes:
+        assert walk.child_fields(cls) == walk.fields_from_source(cls), cls.__name__
+
+
 def test_nodes_not_in_the_tree_have_no_range():
     module = cst.parse_module("x = 1\n")
     stranger = cst.Name("x")
