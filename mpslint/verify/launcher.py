@@ -59,6 +59,11 @@ def launch(options: Options, stdout: Union[None, int, IO[Any]] = None, capture: 
         timed_out = False
         try:
             output, _ = process.communicate(timeout=options.timeout)
+        except (KeyboardInterrupt, SystemExit):
+            # Ctrl-C reaches only our process group, not the script's own session: end the script with us.
+            _signal_group(process, signal.SIGKILL)
+            process.wait()
+            raise
         except subprocess.TimeoutExpired:
             timed_out = True
             _signal_group(process, signal.SIGTERM)
@@ -67,8 +72,8 @@ def launch(options: Options, stdout: Union[None, int, IO[Any]] = None, capture: 
             except subprocess.TimeoutExpired:
                 _signal_group(process, signal.SIGKILL)
                 output, _ = process.communicate()
-        else:
-            _signal_group(process, signal.SIGKILL)  # workers the script left behind
+        # Workers the script left behind, and any that outlived the SIGTERM (ignored it, or were still starting).
+        _signal_group(process, signal.SIGKILL)
         duration = time.monotonic() - started
         raw = None
         if os.path.exists(report):
