@@ -8,7 +8,6 @@ is written back byte-for-byte alike except where an edit changed it.
 from __future__ import annotations
 
 import codecs
-import io
 import re
 import tokenize
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ class SourceText:
     @classmethod
     def decode(cls, data: bytes) -> "SourceText":
         try:
-            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+            encoding, _ = tokenize.detect_encoding(_first_lines(data))
         except SyntaxError as exc:  # bad cookie, or a cookie contradicting the BOM
             raise DecodeError(str(exc)) from None
         bom = data.startswith(codecs.BOM_UTF8)
@@ -48,6 +47,26 @@ class SourceText:
     def encode(self, text: str) -> bytes:
         data = text.encode(self.encoding)
         return codecs.BOM_UTF8 + data if self.bom else data
+
+
+_BYTES_LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)?")
+
+
+def _first_lines(data: bytes):
+    """A ``readline`` over the first two lines, ending lines at \\r too, as Python's own tokenizer does.
+
+    ``tokenize.detect_encoding`` splits on \\n only: in a file with classic Mac (\\r) line endings it would
+    read the whole file as the first line and miss the coding cookie.
+    """
+    lines = []
+    position = 0
+    for _ in range(2):
+        match = _BYTES_LINE.match(data, position)
+        if not match.group():
+            break
+        lines.append(match.group())
+        position = match.end()
+    return iter(lines).__next__
 
 
 def dominant_newline(text: str) -> str:

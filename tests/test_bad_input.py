@@ -59,6 +59,8 @@ def assert_clean_failure(result, code):
         (b"import torch\ry = 1\r\nif y:\n\tz = x.cuda()\r", "bad.py:4:6: MPS990"),  # mixed endings and a tab
         (b"import torch\ns = '\xc3\xa9\xe2\x86\x92'; y = x.cuda()\n", "bad.py:2:15: MPS990"),  # columns count characters, not bytes
         (b"import torch\ny = x.cuda()", "bad.py:2:5: MPS990"),  # no final newline
+        # classic Mac line endings with a cookie: the cookie is on line 1 although the file has no \n at all
+        (b"# coding: cp1252\rimport torch\rs = '\x93'\ry = x.cuda()\r", "bad.py:4:5: MPS990"),
     ],
 )
 def test_decodable_files_are_checked_with_correct_positions(project, data, finding):

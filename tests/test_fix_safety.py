@@ -73,6 +73,12 @@ def temp_files(root: Path):
             b"\xef\xbb\xbfimport torch\r\n# \xc3\xa9l\xc3\xa8ve\r\ny = torch.zeros(1).cuda()\r\n",
             b"\xef\xbb\xbfimport torch\r\n# \xc3\xa9l\xc3\xa8ve\r\ny = torch.zeros(1).to(DEVICE)\r\n",
         ),
+        # latin-1 cookie in a file with CR-only line endings
+        (
+            "crlatin.py",
+            b"#!/usr/bin/env python\r# -*- coding: latin-1 -*-\rimport torch\rs = '\xe9'\ry = x.cuda()\r",
+            b"#!/usr/bin/env python\r# -*- coding: latin-1 -*-\rimport torch\rs = '\xe9'\ry = x.to(DEVICE)\r",
+        ),
         # cp1252 cookie on line 2 after a shebang
         (
             "cp.py",
@@ -252,3 +258,79 @@ def test_sigterm_while_a_temp_file_is_open_removes_it(tmp_path):
     assert contents == [FIXED, FIXED, CUDA, CUDA, CUDA]
     assert temp_files(tmp_path) == []
     assert b"Traceback" not in done.stderr
+
+
+# --- fuzzing the on-disk layer: real rules, real files, odd encodings and line endings --------------
+
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st  # noqa: E402
+
+from test_fuzz import mutants  # noqa: E402  (torch-heavy mutants of every fixture and snippet)
+
+COOKIES = {"utf-8": b"", "latin-1": b"# -*- coding: latin-1 -*-\n", "cp1252": b"# coding: cp1252\n"}
+FUZZ_RUNS = {"examples": 0, "rewritten": 0}
+
+
+def _newlines(data: bytes) -> set:
+    import re
+
+    return set(re.findall(rb"\r\n|\r|\n", data))
+
+
+def _parses_bytes(data: bytes) -> bool:
+    import libcst as cst
+
+    from mpslint.source import DecodeError, SourceText
+
+    try:
+        cst.parse_module(SourceText.decode(data).text)
+    except (DecodeError, Exception):
+        return False
+    return True
+
+
+@hsettings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(
+    text=mutants(),
+    encoding=st.sampled_from(sorted(COOKIES)),
+    bom=st.booleans(),
+    newline=st.sampled_from(["\n", "\r\n", "\r"]),
+    accent=st.booleans(),
+)
+def test_fix_on_disk_keeps_encoding_bom_newlines_and_parsability(tmp_path_factory, text, encoding, bom, newline, accent):
+    FUZZ_RUNS["examples"] += 1
+    root = tmp_path_factory.mktemp("fuzz")
+    if accent:
+        text = "name = 'caf\u00e9'\n" + text
+    body = text.replace("\r\n", "\n").replace("\n", newline)
+    try:
+        payload = body.encode(encoding)
+    except UnicodeEncodeError:
+        payload = body.encode("utf-8")
+        encoding = "utf-8"
+    bom = bom and encoding == "utf-8"
+    data = (b"\xef\xbb\xbf" if bom else b"") + COOKIES[encoding].replace(b"\n", newline.encode()) + payload
+    path = root / "fuzz.py"
+    path.write_bytes(data)
+    os.chmod(path, 0o640)
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        first = run("--fix", "--unsafe-fixes", "--select", "MPS", "fuzz.py")
+        after = path.read_bytes()
+        second = run("--fix", "--unsafe-fixes", "--select", "MPS", "fuzz.py")
+    finally:
+        os.chdir(cwd)
+    for result in (first, second):
+        assert result.exit_code in (0, 1), result.output
+        assert "Traceback" not in result.output and "MPS900" not in result.output
+    assert temp_files(root) == []
+    assert path.stat().st_mode & 0o777 == 0o640
+    if after != data:
+        FUZZ_RUNS["rewritten"] += 1
+        assert after.startswith(b"\xef\xbb\xbf") == bom
+        assert after.startswith(b"\xef\xbb\xbf" * bom + COOKIES[encoding].replace(b"\n", newline.encode()))
+        after.decode(encoding)  # still in the file's own encoding
+        assert _newlines(after) <= _newlines(data) | {newline.encode()}
+        if _parses_bytes(data):
+            assert _parses_bytes(after), "the fixer turned a parsable file into an unparsable one"
+    assert path.read_bytes() == after, "a second --fix changed the file again"
