@@ -288,7 +288,7 @@ def _parses_bytes(data: bytes) -> bool:
     return True
 
 
-@hsettings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@hsettings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(
     text=mutants(),
     encoding=st.sampled_from(sorted(COOKIES)),
