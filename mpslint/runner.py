@@ -315,17 +315,19 @@ def process_bytes(data: bytes, display: str, settings: Settings, mode: Mode, *, 
         result.diff = unified_diff(source.text, outcome.text, display)
     elif target is not None:
         try:
-            write_atomic(target, source.encode(outcome.text))
+            write_atomic(target, source.encode(outcome.text), expected=data)
         except (OSError, UnicodeEncodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             return FileResult(display, error=f"cannot write the fixed file: {reason}")
     return result
 
 
-def write_atomic(path: str, data: bytes) -> None:
+def write_atomic(path: str, data: bytes, *, expected: Optional[bytes] = None) -> None:
     """Replace the file's content in one step, keeping its permissions (and owner, when allowed).
 
-    A symlink is followed: the file it points to is rewritten, the link stays.
+    A symlink is followed: the file it points to is rewritten, the link stays. With ``expected``
+    (the bytes the fix was computed from), a file that changed on disk meanwhile (an editor saved
+    it) is left alone: writing would silently discard that edit.
     """
     import tempfile
 
@@ -344,6 +346,8 @@ def write_atomic(path: str, data: bytes) -> None:
                 os.chown(temp, st.st_uid, st.st_gid)
             except OSError:
                 pass  # not ours to give away; the content still gets written
+        if expected is not None and read_file(target) != expected:
+            raise OSError(0, "the file changed on disk while it was being fixed; it was left as it is")
         os.replace(temp, target)
     except BaseException:
         try:

@@ -334,3 +334,26 @@ def test_fix_on_disk_keeps_encoding_bom_newlines_and_parsability(tmp_path_factor
         if _parses_bytes(data):
             assert _parses_bytes(after), "the fixer turned a parsable file into an unparsable one"
     assert path.read_bytes() == after, "a second --fix changed the file again"
+
+
+def test_a_file_edited_during_the_fix_is_not_overwritten(project, monkeypatch):
+    import mpslint.fixer as fixer
+
+    (project / "a.py").write_text(CUDA)
+    (project / "b.py").write_text(CUDA)
+    real = fixer.fix_text
+    edited = CUDA + "z = 'saved in the editor meanwhile'\n"
+
+    def fix_while_someone_saves(text, path, *args, **kwargs):
+        outcome = real(text, path, *args, **kwargs)
+        if path == "a.py":
+            (project / "a.py").write_text(edited)
+        return outcome
+
+    monkeypatch.setattr(fixer, "fix_text", fix_while_someone_saves)
+    result = run("--fix", ".")
+    assert (project / "a.py").read_text() == edited
+    assert (project / "b.py").read_text() == FIXED
+    assert result.exit_code == 2
+    assert "error: a.py: cannot write the fixed file: the file changed on disk while it was being fixed" in result.stderr
+    assert temp_files(project) == []
