@@ -20,7 +20,7 @@ from mpslint.checks.base import Context, FixSpec, NodeEdit, Report, Rule, RuleCl
 from mpslint.config import Settings
 from mpslint.diagnostic import Diagnostic, Edit, Fix, Location
 from mpslint.positions import node_ranges
-from mpslint.source import line_starts
+from mpslint.source import brackets_too_deep, line_starts
 from mpslint.suppressions import Suppressions
 
 INVALID_SYNTAX = "MPS000"
@@ -52,6 +52,8 @@ def check_text(
         classes = rules_for_text(text, classes)
         if not classes:
             return CheckResult(skipped=True)
+    if brackets_too_deep(text) and _python_rejects(text, path):
+        return CheckResult([_syntax_diagnostic(path, text, None)], parsed=False)
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -181,10 +183,12 @@ def _handlers(cls: RuleClass) -> Tuple[str, ...]:
     return names
 
 
-def _syntax_diagnostic(path: str, text: str, exc: cst.ParserSyntaxError) -> Diagnostic:
+def _syntax_diagnostic(path: str, text: str, exc: Optional[cst.ParserSyntaxError]) -> Diagnostic:
     """MPS000 with Python's own wording where it has one ("'(' was never closed")."""
-    row, column = max(exc.raw_line, 1), max(exc.raw_column, 0) + 1
-    message = f"LibCST cannot parse this: {_first_line(exc.message)}"
+    row, column, message = 1, 1, "invalid syntax"
+    if exc is not None:
+        row, column = max(exc.raw_line, 1), max(exc.raw_column, 0) + 1
+        message = f"LibCST cannot parse this: {_first_line(exc.message)}"
     try:
         compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as err:
@@ -200,6 +204,14 @@ def _syntax_diagnostic(path: str, text: str, exc: cst.ParserSyntaxError) -> Diag
         Location(row, column),
         Location(row, column),
     )
+
+
+def _python_rejects(text: str, path: str) -> bool:
+    try:
+        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    return False
 
 
 def _first_line(text: str) -> str:

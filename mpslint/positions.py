@@ -11,10 +11,14 @@ top only. ``tests/test_positions.py`` compares it with ``PositionProvider``.
 
 from __future__ import annotations
 
+import sys
+
 import re
 from typing import Dict, Iterable, List, Set, Tuple
 
 import libcst as cst
+
+_DEEP_RECURSION = 10_000
 from libcst._nodes.internal import CodegenState
 
 Point = Tuple[int, int]  # (line, column): 1-based line, 0-based column, like LibCST
@@ -99,8 +103,14 @@ def node_ranges(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> Dict[cst.CS
     wanted = set(nodes)
     state = _State(module, wanted)
     if wanted:
+        # LibCST's code generation recurses once per nesting level, a few
+        # frames each: code the parser accepted must not overflow here.
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, _DEEP_RECURSION))
         try:
             module._codegen(state)
         except _Finished:
             pass
+        finally:
+            sys.setrecursionlimit(limit)
     return state.ranges

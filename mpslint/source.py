@@ -95,3 +95,24 @@ def location_of(starts: list, offset: int):
 
     row = bisect.bisect_right(starts, offset)
     return row, offset - starts[row - 1] + 1
+
+
+_BRACKETS = re.compile(r"[()\[\]{}]")
+# Python's tokenizer refuses more than 200 nested brackets; LibCST's native
+# parser has no such limit and overflows its stack (a segfault) near 2,000.
+MAX_NESTING = 200
+
+
+def brackets_too_deep(text: str) -> bool:
+    """True if bracket nesting (counted roughly, strings included) may exceed Python's limit."""
+    depth = deepest = 0
+    for match in _BRACKETS.finditer(text):
+        if match.group() in "([{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_NESTING:
+                    return True
+        elif depth:
+            depth -= 1
+    return False

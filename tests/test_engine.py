@@ -120,3 +120,12 @@ def test_static_mode_never_executes_the_code(tmp_path, test_rules):
     check_text(source, "a.py", Settings())
     fix_text(source, "a.py", test_rules)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("depth", [150, 400, 3000])
+def test_deep_nesting_never_crashes_the_process(depth):
+    # LibCST's native parser overflows its stack near 2,000 nested brackets; Python
+    # itself refuses more than 200, so such a file is MPS000 without reaching LibCST.
+    source = "import torch\nx = " + "f(" * depth + "y.cuda()" + ")" * depth + "\n"
+    [diagnostic] = check_text(source, "a.py", Settings()).diagnostics
+    assert diagnostic.code == ("MPS101" if depth <= 200 else INVALID_SYNTAX)

@@ -52,7 +52,6 @@ API (stable; the runtime verifier's simulated ``mps`` device relies on it):
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import json
 import re
@@ -330,6 +329,8 @@ def installed_torch_version() -> Optional[Version]:
 
 
 def _installed_torch_version_text() -> Optional[str]:
+    import importlib.metadata  # ~0.1 s to import: only when the installed torch is consulted
+
     try:
         return importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
