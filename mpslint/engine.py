@@ -34,9 +34,32 @@ class CheckResult:
     skipped: bool = False  # the prefilter decided no selected rule can fire
 
 
+_GROUPS: Dict[RuleClass, Tuple[Tuple[str, ...], ...]] = {}
+
+
+def trigger_groups(cls: RuleClass) -> Tuple[Tuple[str, ...], ...]:
+    """The any-of groups that must all occur in a file for ``cls`` to run: TRIGGERS, then REQUIRES."""
+    groups = _GROUPS.get(cls)
+    if groups is None:
+        groups = ((cls.TRIGGERS,) if cls.TRIGGERS else ()) + tuple(tuple(g) for g in cls.REQUIRES)
+        _GROUPS[cls] = groups
+    return groups
+
+
 def rules_for_text(text: str, classes: Sequence[RuleClass]) -> List[RuleClass]:
-    """The prefilter: rules whose trigger strings occur in the text."""
-    return [cls for cls in classes if not cls.TRIGGERS or any(t in text for t in cls.TRIGGERS)]
+    """The prefilter: rules all of whose trigger groups have a string in the text (no groups: always run)."""
+    seen: Dict[Tuple[str, ...], bool] = {}  # rules share groups (device, loop evidence): test each once
+    selected = []
+    for cls in classes:
+        for group in trigger_groups(cls):
+            found = seen.get(group)
+            if found is None:
+                found = seen[group] = any(t in text for t in group)
+            if not found:
+                break
+        else:
+            selected.append(cls)
+    return selected
 
 
 def check_text(

@@ -1,8 +1,8 @@
 """The prefilter is an optimisation only: it never changes what is reported.
 
-A rule runs on a file only if one of its TRIGGERS strings occurs in the text
-(``engine.rules_for_text``); a file with no trigger of any selected rule is
-not even parsed. Here every input is checked twice, with and without the
+A rule runs on a file only if one of its TRIGGERS strings and one string of
+each of its REQUIRES groups occur in the text (``engine.rules_for_text``); a
+file that no selected rule can run on is not even parsed. Here every input is checked twice, with and without the
 prefilter, and the diagnostics must be identical. The one designed
 difference is MPS000: a file the prefilter skips is never parsed, so a syntax
 error in it is not reported (rules/MPS000.md); for such files only the rule
@@ -22,7 +22,8 @@ import pytest
 
 from mpslint import catalog, registry
 from mpslint.config import Settings, parse_torch_version
-from mpslint.engine import INVALID_SYNTAX, check_text
+from mpslint.checks.base import Rule
+from mpslint.engine import INVALID_SYNTAX, check_text, rules_for_text, trigger_groups
 
 from corpus import corpus_dir
 
@@ -84,28 +85,53 @@ def test_a_file_without_any_trigger_is_not_parsed():
 
 @pytest.mark.parametrize("cls", registry.rule_classes(), ids=lambda cls: cls.CODE)
 def test_every_rule_declares_triggers_or_says_why_not(cls):
-    if not cls.TRIGGERS:
+    if not trigger_groups(cls):
         reason = getattr(cls, "NO_TRIGGERS", "")
-        assert reason.strip(), f"{cls.CODE} has no TRIGGERS: it runs on every file; set NO_TRIGGERS to say why"
+        assert reason.strip(), f"{cls.CODE} has no TRIGGERS or REQUIRES: it runs on every file; set NO_TRIGGERS to say why"
         return
-    assert isinstance(cls.TRIGGERS, tuple)
-    for trigger in cls.TRIGGERS:
-        # An empty string occurs in every text and would silently turn the prefilter off.
-        assert isinstance(trigger, str) and trigger, f"{cls.CODE}: bad trigger {trigger!r}"
+    assert isinstance(cls.TRIGGERS, tuple) and isinstance(cls.REQUIRES, tuple)
+    for group in (cls.TRIGGERS, *cls.REQUIRES):
+        # An empty group can never match and would silently turn the rule off.
+        assert group is cls.TRIGGERS or (isinstance(group, tuple) and group), f"{cls.CODE}: empty REQUIRES group"
+        for trigger in group:
+            # An empty string occurs in every text and would silently turn the prefilter off.
+            assert isinstance(trigger, str) and trigger, f"{cls.CODE}: bad trigger {trigger!r}"
 
 
 @pytest.mark.parametrize("cls", registry.rule_classes(), ids=lambda cls: cls.CODE)
-def test_every_example_of_a_rule_contains_one_of_its_triggers(cls):
-    """Each Example block reports its rule, so the prefilter must let it through: a trigger must occur in it."""
+def test_every_example_of_a_rule_contains_its_triggers(cls):
+    """Each Example block reports its rule, so the prefilter must let it through: every group must occur in it."""
     doc = DOCS.get(cls.CODE)
     if doc is None:
         pytest.skip(f"{cls.CODE} has no doc yet (tests/test_catalog.py reports that)")
-    if not cls.TRIGGERS:
+    if not trigger_groups(cls):
         pytest.skip(f"{cls.CODE} has no TRIGGERS: {cls.NO_TRIGGERS}")
     blocks = doc.examples("Example")
     assert blocks, f"rules/{cls.CODE}.md has no Example block"
     for i, block in enumerate(blocks):
-        assert any(t in block for t in cls.TRIGGERS), f"Example {i} of {cls.CODE} contains none of {cls.TRIGGERS}"
+        missing = [group for group in trigger_groups(cls) if not any(t in block for t in group)]
+        assert not missing, f"Example {i} of {cls.CODE} contains none of {missing[0]}"
+        assert rules_for_text(block, [cls]) == [cls]
+
+
+def test_a_rule_runs_only_when_every_group_occurs():
+    class Needs(Rule):
+        CODE = "MPS999"
+        NAME = "needs"
+        TRIGGERS = ("alpha", "beta")
+        REQUIRES = (("gamma",), ("delta", "epsilon"))
+
+    assert rules_for_text("beta gamma epsilon", [Needs]) == [Needs]
+    assert rules_for_text("alpha delta", [Needs]) == []  # no gamma
+    assert rules_for_text("gamma delta", [Needs]) == []  # no trigger
+
+    class OnlyRequires(Rule):
+        CODE = "MPS998"
+        NAME = "only-requires"
+        REQUIRES = (("gamma",),)
+
+    assert rules_for_text("gamma", [OnlyRequires]) == [OnlyRequires]
+    assert rules_for_text("delta", [OnlyRequires]) == []
 
 
 @pytest.mark.corpus

@@ -148,6 +148,10 @@ class Rule:
     # Strings without which this rule cannot fire: a file containing none of
     # them is not parsed for this rule (the prefilter). Empty = always run.
     TRIGGERS: ClassVar[Tuple[str, ...]] = ()
+    # More any-of groups, ALL of which must occur as well (TRIGGERS, if set, is
+    # one more group): a rule that needs a loop AND a device AND its own call
+    # says so here. Every string of every group must be a necessary condition.
+    REQUIRES: ClassVar[Tuple[Tuple[str, ...], ...]] = ()
     # A rule with no TRIGGERS says here why it can fire on any file (tests/test_prefilter.py).
     NO_TRIGGERS: ClassVar[str] = ""
     # Whether the rule's messages/fixes depend on settings other than selection.
