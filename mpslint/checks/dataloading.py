@@ -277,7 +277,9 @@ class _CallNames(cst.CSTVisitor):
 class UnguardedWorkers(Rule):
     CODE = "MPS403"
     NAME = "unguarded-workers"
-    TRIGGERS = ("DataLoader", "Pool", "Process", "spawn", "start_processes")
+    # multiprocessing.Process, spawn and start_processes qualify only through a "multiprocessing" import.
+    TRIGGERS = ("DataLoader", "Pool", "multiprocessing")
+    REQUIRES = (("torch", "multiprocessing", "concurrent"),)
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx

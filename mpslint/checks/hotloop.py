@@ -32,6 +32,21 @@ BOOL_METHODS = frozenset(
 )
 
 
+# Prefilter groups (Rule.REQUIRES), each a necessary condition read off the analyses.
+# A hot loop (analysis/loops.py) is a `for`/`while` whose body runs a step or that
+# iterates a loader: `.backward()`, `<optimizer>.step()`, a placed module's forward
+# (placed only by `.to(`/`.cuda(`/`.to_empty(`/`prepare(`), or a loader name
+# (LOADER matches "loader"/"dl" in any case; "DataLoader" contains "oader").
+LOOP_KEYWORDS = ("for", "while")
+STEP_EVIDENCE = ("backward", "step", "to(", "to_empty", "cuda", "prepare", "oader", "OADER", "dl", "DL", "Dl", "dL")
+# A value is on the accelerator (analysis/device_flow.py) only through `.to(`, `.cuda(`,
+# a placed module, a `.backward()` graph, `device=`/`.device`/names like `dev`,
+# `*_device`, or a string literal starting with a device type ("cuda:0", 'mps', "xla").
+DEVICE_EVIDENCE = ("backward", "to(", "to_empty", "cuda", "prepare", "dev") + tuple(
+    quote + device for device in ("mps", "xpu", "npu", "hpu", "xla", "meta") for quote in "\"'"
+)
+
+
 def short(ctx, node: cst.CSTNode, limit: int = 48) -> str:
     text = " ".join(ctx.code_for(node).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -55,7 +70,8 @@ def _method(call: cst.Call) -> Optional[str]:
 class ItemInHotLoop(_HotLoopRule):
     CODE = "MPS201"
     NAME = "item-in-hot-loop"
-    TRIGGERS = (".item(", ".tolist(", "float(", "int(")
+    TRIGGERS = ("item", "tolist", "float", "int")
+    REQUIRES = (LOOP_KEYWORDS, STEP_EVIDENCE, DEVICE_EVIDENCE)
 
     def visit_Call(self, node: cst.Call) -> None:
         method = _method(node)
@@ -81,7 +97,8 @@ class ItemInHotLoop(_HotLoopRule):
 class HostCopyInHotLoop(_HotLoopRule):
     CODE = "MPS202"
     NAME = "host-copy-in-hot-loop"
-    TRIGGERS = ("cpu", ".numpy(", "array(")
+    TRIGGERS = ("cpu", "numpy", "array", "device")  # `.to(t.device)` of a host tensor is a move to the CPU
+    REQUIRES = (LOOP_KEYWORDS, STEP_EVIDENCE, DEVICE_EVIDENCE)
 
     def visit_Call(self, node: cst.Call) -> None:
         method = _method(node)
@@ -113,6 +130,7 @@ class SynchronizeInHotLoop(_HotLoopRule):
     CODE = "MPS203"
     NAME = "synchronize-in-hot-loop"
     TRIGGERS = ("synchronize",)
+    REQUIRES = (LOOP_KEYWORDS, STEP_EVIDENCE)
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self._is_synchronize(node):
@@ -142,7 +160,8 @@ class SynchronizeInHotLoop(_HotLoopRule):
 class TensorConditionInHotLoop(_HotLoopRule):
     CODE = "MPS204"
     NAME = "tensor-condition-in-hot-loop"
-    TRIGGERS = ("if", "assert", "while", "print", "format", "%", "str(", "{", "nonzero", "masked_select", "unique", "argwhere", "where", "[")
+    TRIGGERS = ("if", "assert", "while", "print", "format", "%", "str", "repr", "bool", "{", "nonzero", "masked_select", "unique", "argwhere", "where", "[")
+    REQUIRES = (LOOP_KEYWORDS, STEP_EVIDENCE, DEVICE_EVIDENCE)
 
     # -- implicit bool() of a device tensor
 

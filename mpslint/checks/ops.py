@@ -115,6 +115,9 @@ class OpWithoutMpsKernel(Rule):
     CODE = "MPS501"
     NAME = "op-without-mps-kernel"
     TRIGGERS = tuple(sorted({key.rsplit(".", 1)[-1] for key in surface.SURFACE}))
+    # A qualified torch name, or a method matched on its name alone (surface.method), after its dot.
+    REQUIRES = (("torch",) + tuple(sorted("." + k.split(".", 1)[1] for k, v in surface.SURFACE.items()
+                                          if k.startswith("Tensor.") and any(r.method_safe for r in v))),)
     OPTIONS = ("torch-version",)
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -143,6 +146,7 @@ class OpCpuFallback(Rule):
     CODE = "MPS502"
     NAME = "op-cpu-fallback"
     TRIGGERS = OpWithoutMpsKernel.TRIGGERS
+    REQUIRES = OpWithoutMpsKernel.REQUIRES
     OPTIONS = ("torch-version",)
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -168,7 +172,10 @@ GEMM = frozenset({"torch.matmul", "torch.mm", "torch.bmm", "torch.addmm", "torch
 class UnsupportedDtypeOnMps(Rule):
     CODE = "MPS503"
     NAME = "unsupported-dtype-on-mps"
-    TRIGGERS = ("complex128", "cdouble", "matmul", "mm(", "linear", "conv", "@")
+    TRIGGERS = ("complex128", "cdouble", "matmul", "mm", "linear", "conv", "@")
+    # complex128, or an integer cast into a GEMM: `.long()`, `.int()`, `.short()`, `.to(torch.int64)`
+    # (every integer dtype name is spelled after a dot or imported from torch).
+    REQUIRES = (("complex128", "cdouble", ".int", "int8", "int16", "int32", "int64", "long", "short", "from torch import"),)
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx

@@ -19,7 +19,7 @@ from mpslint.analysis.device_flow import SIZED_FACTORIES, DeviceFlow, Kind, keyw
 from mpslint.analysis.loops import HotLoops
 from mpslint.analysis.names import dotted_name
 from mpslint.checks.base import FixSpec, Rule, insert_after, replace
-from mpslint.checks.hotloop import short
+from mpslint.checks.hotloop import DEVICE_EVIDENCE, short
 
 FLOAT64 = frozenset(("float64", "double"))
 CASTS = frozenset("float half bfloat16 long int short bool byte char type double".split())
@@ -72,7 +72,8 @@ class NumpyOnDeviceTensor(Rule):
 class PlacementMismatch(Rule):
     CODE = "MPS302"
     NAME = "placement-mismatch"
-    TRIGGERS = (".to(", ".cuda(", "device", "backward")
+    TRIGGERS = DEVICE_EVIDENCE
+    REQUIRES = (("torch", "to(", "to_empty", "cuda", "prepare"),)  # a torch factory, or a placed module's forward
 
     @property
     def flow(self) -> DeviceFlow:
