@@ -202,32 +202,42 @@ class DeviceFlow:
     # ------------------------------------------------------------- collection
 
     def _collect(self) -> None:
+        # Dispatch on the exact class: these LibCST classes have no subclasses, and
+        # ``isinstance`` against them goes through ``ABCMeta`` (once per node and test).
         tree = self.tree
+        end = tree.end
+        calls: List[cst.Call] = []
+        assign, ann_assign, aug_assign = cst.Assign, cst.AnnAssign, cst.AugAssign
+        for_, named_expr, function_def, lambda_ = cst.For, cst.NamedExpr, cst.FunctionDef, cst.Lambda
+        with_item, call_, name_, attribute = cst.WithItem, cst.Call, cst.Name, cst.Attribute
         for node in tree.start:
-            if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            cls = type(node)
+            if cls is call_:
+                calls.append(node)
+                self._collect_call(node)
+                func = node.func
+                func_cls = type(func)
+                if func_cls is name_:
+                    self.calls.setdefault(func.value, []).append((node, False))
+                elif func_cls is attribute and type(func.value) is name_ and func.value.value == "self":
+                    self.calls.setdefault(func.attr.value, []).append((node, True))
+            elif cls is assign or cls is ann_assign or cls is aug_assign:
                 self._bind_assignment(node)
-            elif isinstance(node, cst.For):
-                self._bind_target(node.target, tree.end[node.target], "for", node.iter, ())
-            elif isinstance(node, cst.NamedExpr):
-                self._bind_target(node.target, tree.end[node], "assign", node.value, ())
-            elif isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            elif cls is for_:
+                self._bind_target(node.target, end[node.target], "for", node.iter, ())
+            elif cls is named_expr:
+                self._bind_target(node.target, end[node], "assign", node.value, ())
+            elif cls is function_def or cls is lambda_:
                 self._bind_params(node)
-                if isinstance(node, cst.FunctionDef):
+                if cls is function_def:
                     self._bind_other(node.name, self.tree.scope_of(node), tree.start[node])
                     for decorator in node.decorators:
                         name = self._qualified(_callee(decorator.decorator)) or ""
                         if name.endswith(("no_grad", "inference_mode")):
                             self.no_grad_functions.add(node)
-            elif isinstance(node, cst.WithItem) and node.asname is not None:
-                self._bind_target(node.asname.name, tree.end[node], "other", None, ())
-            elif isinstance(node, cst.Call):
-                self._collect_call(node)
-                func = node.func
-                if isinstance(func, cst.Name):
-                    self.calls.setdefault(func.value, []).append((node, False))
-                elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-                    self.calls.setdefault(func.attr.value, []).append((node, True))
-        self._device_names = self._collect_device_names()
+            elif cls is with_item and node.asname is not None:
+                self._bind_target(node.asname.name, end[node], "other", None, ())
+        self._device_names = self._collect_device_names(calls)
 
     def _scope_bindings(self, scope: Scope) -> Dict[str, List[Binding]]:
         return self.bindings.setdefault(scope, {})
@@ -380,12 +390,10 @@ class DeviceFlow:
                 if isinstance(base, cst.Name):
                     names.add(base.value)
 
-    def _collect_device_names(self) -> List[str]:
+    def _collect_device_names(self, calls: List[cst.Call]) -> List[str]:
         """Names used as a device: ``.to(NAME)`` / ``device=NAME``, most used first."""
         counts: Dict[str, int] = {}
-        for node in self.tree.start:
-            if not isinstance(node, cst.Call):
-                continue
+        for node in calls:
             candidates = []
             if isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" and node.args:
                 if node.args[0].keyword is None:

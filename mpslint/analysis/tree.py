@@ -13,6 +13,8 @@ from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 import libcst as cst
 
+from mpslint import walk
+
 Scope = Union[cst.Module, cst.FunctionDef, cst.Lambda]
 
 
@@ -26,6 +28,9 @@ class Tree:
         self.start: Dict[cst.CSTNode, int] = {}
         self.end: Dict[cst.CSTNode, int] = {}
         self.functions: List[cst.FunctionDef] = []
+        # Each walked node's scope, recorded on the way down: ``scope_of`` is asked
+        # for nearly every name an analysis looks at.
+        self.scopes: Dict[cst.CSTNode, Scope] = {}
         _walk(self, module)
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
@@ -39,10 +44,8 @@ class Tree:
 
     def scope_of(self, node: cst.CSTNode) -> Scope:
         """The function (or lambda, or the module) whose local names ``node`` sees."""
-        for parent in self.ancestors(node):
-            if isinstance(parent, (cst.FunctionDef, cst.Lambda)):
-                return parent
-        return self.module
+        # A node outside the walk has no recorded ancestors: the module's names.
+        return self.scopes.get(node, self.module)
 
     def contains(self, outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
         return self.start.get(outer, 0) <= self.start.get(inner, -1) <= self.end.get(outer, -1)
@@ -74,27 +77,48 @@ def _fields(kind: type) -> Tuple[str, ...]:
 
 
 def _walk(tree: Tree, module: cst.Module) -> None:
-    """Pre-order over the syntax nodes (not tokens or whitespace), without LibCST's visitor machinery."""
+    """Pre-order over the syntax nodes (not tokens or whitespace), without LibCST's visitor machinery.
+
+    Node classes are tested by exact type (``walk.IS_NODE``): ``isinstance`` against
+    LibCST's abstract bases goes through ``ABCMeta`` and used to dominate this walk.
+    """
     counter = 0
-    parents, start, end, functions = tree.parents, tree.start, tree.end, tree.functions
-    stack: List[Tuple[cst.CSTNode, bool]] = [(module, False)]
+    parents, start, end, functions, scopes = tree.parents, tree.start, tree.end, tree.functions, tree.scopes
+    fields_of, node_types, is_node_type = _FIELDS, walk.IS_NODE, walk.is_node_type
+    function_def, lambda_ = cst.FunctionDef, cst.Lambda
+    scopes[module] = module
+    # (node, None) leaves ``node`` (records its end); (node, scope) enters it, ``scope``
+    # being the scope its children see.
+    stack: List[Tuple[cst.CSTNode, Optional[Scope]]] = [(module, module)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, leaving = stack.pop()
-        if leaving:
+        node, scope = pop()
+        if scope is None:
             end[node] = counter - 1
             continue
         start[node] = counter
         counter += 1
-        if type(node) is cst.FunctionDef:
+        cls = type(node)
+        if cls is function_def:
             functions.append(node)
-        stack.append((node, True))
+        fields = fields_of[cls] if cls in fields_of else _fields(cls)
         children: List[cst.CSTNode] = []
-        for name in _fields(type(node)):
+        for name in fields:
             value = getattr(node, name)
-            if isinstance(value, cst.CSTNode):
+            kind = type(value)
+            if kind is tuple or kind is list:
+                for item in value:
+                    item_kind = type(item)
+                    if node_types[item_kind] if item_kind in node_types else is_node_type(item_kind):
+                        children.append(item)
+            elif node_types[kind] if kind in node_types else is_node_type(kind):
                 children.append(value)
-            elif type(value) in (tuple, list):
-                children.extend(v for v in value if isinstance(v, cst.CSTNode))
+        if not children:
+            end[node] = start[node]  # a leaf ends where it starts
+            continue
+        push((node, None))
+        inner = node if (cls is function_def or cls is lambda_) else scope
         for child in reversed(children):
             parents[child] = node
-            stack.append((child, False))
+            scopes[child] = inner
+            push((child, inner))
