@@ -42,6 +42,8 @@ def trigger_groups(cls: RuleClass) -> Tuple[Tuple[str, ...], ...]:
     groups = _GROUPS.get(cls)
     if groups is None:
         groups = ((cls.TRIGGERS,) if cls.TRIGGERS else ()) + tuple(tuple(g) for g in cls.REQUIRES)
+        # All must match, so the order is free: short groups are cheap to rule a file out with.
+        groups = tuple(sorted(groups, key=len))
         _GROUPS[cls] = groups
     return groups
 

@@ -36,9 +36,12 @@ BOOL_METHODS = frozenset(
 # A hot loop (analysis/loops.py) is a `for`/`while` whose body runs a step or that
 # iterates a loader: `.backward()`, `<optimizer>.step()`, a placed module's forward
 # (placed only by `.to(`/`.cuda(`/`.to_empty(`/`prepare(`), or a loader name
-# (LOADER matches "loader"/"dl" in any case; "DataLoader" contains "oader").
+# (LOADER matches "loader"/"dl" in any case, hence every casing; "DataLoader" contains "oader").
 LOOP_KEYWORDS = ("for", "while")
-STEP_EVIDENCE = ("backward", "step", "to(", "to_empty", "cuda", "prepare", "oader", "OADER", "dl", "DL", "Dl", "dL")
+STEP_EVIDENCE = ("backward", "step", "to(", "to_empty", "cuda", "prepare") + tuple(
+    "".join(c.upper() if mask >> i & 1 else c for i, c in enumerate(word)) for word in ("oader", "dl")
+    for mask in range(2 ** len(word))
+)
 # A value is on the accelerator (analysis/device_flow.py) only through `.to(`, `.cuda(`,
 # a placed module, a `.backward()` graph, `device=`/`.device`/names like `dev`,
 # `*_device`, or a string literal starting with a device type ("cuda:0", 'mps', "xla").
