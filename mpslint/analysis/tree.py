@@ -9,7 +9,7 @@ and is shared by them.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Iterator, List, Optional, Tuple, Union
+from typing import Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import libcst as cst
 
@@ -22,33 +22,64 @@ class Tree:
     def __init__(self, ctx_or_module) -> None:
         module = ctx_or_module if isinstance(ctx_or_module, cst.Module) else ctx_or_module.module
         self.module = module
-        self.parents: Dict[cst.CSTNode, cst.CSTNode] = {}
         # Pre-order index of every node, and the last index inside it: a node
         # B comes after node A ends when start[B] > end[A].
         self.start: Dict[cst.CSTNode, int] = {}
-        self.end: Dict[cst.CSTNode, int] = {}
         self.functions: List[cst.FunctionDef] = []
-        # Each walked node's scope, recorded on the way down: ``scope_of`` is asked
-        # for nearly every name an analysis looks at.
-        self.scopes: Dict[cst.CSTNode, Scope] = {}
+        # Per pre-order index: the node's last index, parent and scope. Lists, not
+        # dicts keyed by node: a LibCST node's ``__hash__`` is a Python call, and
+        # filling four dicts per node cost more than the walk itself.
+        self._ends: List[int] = []
+        self._parents: List[Optional[cst.CSTNode]] = []
+        self._scopes: List[Scope] = []
         _walk(self, module)
+        self.end: Mapping[cst.CSTNode, int] = _ByIndex(self.start, self._ends)
+        self.parents: Mapping[cst.CSTNode, Optional[cst.CSTNode]] = _ByIndex(self.start, self._parents)
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-        return self.parents.get(node)
+        index = self.start.get(node)
+        return None if index is None else self._parents[index]
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        parent = self.parents.get(node)
+        start, parents = self.start, self._parents
+        index = start.get(node)
+        parent = None if index is None else parents[index]
         while parent is not None:
             yield parent
-            parent = self.parents.get(parent)
+            parent = parents[start[parent]]
 
     def scope_of(self, node: cst.CSTNode) -> Scope:
         """The function (or lambda, or the module) whose local names ``node`` sees."""
+        index = self.start.get(node)
         # A node outside the walk has no recorded ancestors: the module's names.
-        return self.scopes.get(node, self.module)
+        return self.module if index is None else self._scopes[index]
 
     def contains(self, outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
         return self.start.get(outer, 0) <= self.start.get(inner, -1) <= self.end.get(outer, -1)
+
+
+class _ByIndex(Mapping):
+    """A read-only node -> value mapping over a list indexed by pre-order index."""
+
+    def __init__(self, start: Dict[cst.CSTNode, int], values: list) -> None:
+        self._start = start
+        self._values = values
+
+    def __getitem__(self, node: cst.CSTNode):
+        return self._values[self._start[node]]
+
+    def get(self, node, default=None):
+        index = self._start.get(node)
+        return default if index is None else self._values[index]
+
+    def __contains__(self, node) -> bool:
+        return node in self._start
+
+    def __iter__(self):
+        return iter(self._start)
+
+    def __len__(self) -> int:
+        return len(self._start)
 
 
 # Fields that only hold tokens and whitespace: never needed by an analysis.
@@ -82,22 +113,24 @@ def _walk(tree: Tree, module: cst.Module) -> None:
     Node classes are tested by exact type (``walk.IS_NODE``): ``isinstance`` against
     LibCST's abstract bases goes through ``ABCMeta`` and used to dominate this walk.
     """
-    counter = 0
-    parents, start, end, functions, scopes = tree.parents, tree.start, tree.end, tree.functions, tree.scopes
+    start, functions = tree.start, tree.functions
+    ends, parents, scopes = tree._ends, tree._parents, tree._scopes
     fields_of, node_types, is_node_type = _FIELDS, walk.IS_NODE, walk.is_node_type
     function_def, lambda_ = cst.FunctionDef, cst.Lambda
-    scopes[module] = module
-    # (node, None) leaves ``node`` (records its end); (node, scope) enters it, ``scope``
-    # being the scope its children see.
-    stack: List[Tuple[cst.CSTNode, Optional[Scope]]] = [(module, module)]
+    # (node, parent, scope it sees) enters a node; (index, None, None) leaves the node
+    # with that index, whose last descendant is the last node entered so far.
+    stack: List[Tuple[object, Optional[cst.CSTNode], Optional[Scope]]] = [(module, None, module)]
     pop, push = stack.pop, stack.append
     while stack:
-        node, scope = pop()
+        node, parent, scope = pop()
         if scope is None:
-            end[node] = counter - 1
+            ends[node] = len(ends) - 1  # type: ignore[index]
             continue
-        start[node] = counter
-        counter += 1
+        index = len(ends)
+        start[node] = index
+        ends.append(index)  # a leaf ends where it starts
+        parents.append(parent)
+        scopes.append(scope)
         cls = type(node)
         if cls is function_def:
             functions.append(node)
@@ -114,11 +147,8 @@ def _walk(tree: Tree, module: cst.Module) -> None:
             elif node_types[kind] if kind in node_types else is_node_type(kind):
                 children.append(value)
         if not children:
-            end[node] = start[node]  # a leaf ends where it starts
             continue
-        push((node, None))
+        push((index, None, None))
         inner = node if (cls is function_def or cls is lambda_) else scope
         for child in reversed(children):
-            parents[child] = node
-            scopes[child] = inner
-            push((child, inner))
+            push((child, node, inner))
