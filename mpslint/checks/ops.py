@@ -175,7 +175,7 @@ class UnsupportedDtypeOnMps(Rule):
     TRIGGERS = ("complex128", "cdouble", "matmul", "mm", "linear", "conv", "@")
     # complex128, or an integer cast into a GEMM: `.long()`, `.int()`, `.short()`, `.to(torch.int64)`
     # (every integer dtype name is spelled after a dot or imported from torch).
-    REQUIRES = (("complex128", "cdouble", ".int", "int8", "int16", "int32", "int64", "long", "short", "from torch import"),)
+    REQUIRES = (("complex128", "cdouble", ".int", "int8", "int16", "int32", "int64", ".long", ".short", "from torch import"),)
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
