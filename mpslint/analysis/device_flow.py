@@ -138,7 +138,7 @@ class DeviceFlow:
 
     def under_no_grad(self, node: cst.CSTNode) -> bool:
         for parent in self.tree.ancestors(node):
-            if isinstance(parent, cst.With):
+            if type(parent) is cst.With:
                 for item in parent.items:
                     call = item.item
                     name = self._qualified(call.func if isinstance(call, cst.Call) else call) or ""
@@ -433,7 +433,7 @@ class DeviceFlow:
         for parent in self.tree.ancestors(use):
             if parent is scope:
                 break
-            if isinstance(parent, (cst.For, cst.While)):
+            if type(parent) in (cst.For, cst.While):
                 first, last = self.tree.start[parent], self.tree.end[parent]
                 if first <= latest.end <= last:
                     break  # the loop rebinds the name before the use on every iteration
@@ -514,47 +514,48 @@ class DeviceFlow:
         return False
 
     def _eval(self, expr: cst.CSTNode) -> Kind:
-        if isinstance(expr, cst.Name):
+        cls = type(expr)  # exact classes: none of these has subclasses, and isinstance goes through ABCMeta
+        if cls is cst.Name:
             return self._eval_name(expr)
-        if isinstance(expr, cst.Attribute):
+        if cls is cst.Attribute:
             return self._eval_attribute(expr)
-        if isinstance(expr, cst.Subscript):
+        if cls is cst.Subscript:
             base = self.kind(expr.value)
             return base if base in (Kind.DEVICE, Kind.HOST_TENSOR, Kind.HOST, Kind.MODULE) else Kind.UNKNOWN
-        if isinstance(expr, cst.Call):
+        if cls is cst.Call:
             return self._eval_call(expr)
-        if isinstance(expr, cst.BinaryOperation):
+        if cls is cst.BinaryOperation:
             return arithmetic(self.kind(expr.left), self.kind(expr.right))
-        if isinstance(expr, cst.Comparison):
+        if cls is cst.Comparison:
             if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in expr.comparisons):
                 return Kind.HOST
             result = self.kind(expr.left)
             for target in expr.comparisons:
                 result = arithmetic(result, self.kind(target.comparator))
             return result
-        if isinstance(expr, cst.UnaryOperation):
+        if cls is cst.UnaryOperation:
             if isinstance(expr.operator, cst.Not):
                 return Kind.HOST
             return self.kind(expr.expression)
-        if isinstance(expr, cst.BooleanOperation):
+        if cls is cst.BooleanOperation:
             return join(self.kind(expr.left), self.kind(expr.right))
-        if isinstance(expr, cst.IfExp):
+        if cls is cst.IfExp:
             return join(self.kind(expr.body), self.kind(expr.orelse))
-        if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.FormattedString, cst.ConcatenatedString)):
+        if cls in (cst.Integer, cst.Float, cst.Imaginary, cst.FormattedString, cst.ConcatenatedString):
             return Kind.HOST
-        if isinstance(expr, cst.SimpleString):
+        if cls is cst.SimpleString:
             return _string_kind(expr)
-        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+        if cls in (cst.Tuple, cst.List, cst.Set):
             kinds = [self.kind(e.value) for e in expr.elements]
             return join_all(kinds) if kinds else Kind.HOST
-        if isinstance(expr, cst.Dict):
+        if cls is cst.Dict:
             kinds = [self.kind(e.value) for e in expr.elements if isinstance(e, cst.DictElement)]
             return join_all(kinds) if kinds else Kind.HOST
-        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        if cls in (cst.ListComp, cst.SetComp, cst.GeneratorExp):
             return self.kind(expr.elt)
-        if isinstance(expr, cst.DictComp):
+        if cls is cst.DictComp:
             return self.kind(expr.value)
-        if isinstance(expr, cst.NamedExpr):
+        if cls is cst.NamedExpr:
             return self.kind(expr.value)
         return Kind.UNKNOWN
 
