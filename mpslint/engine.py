@@ -15,7 +15,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from mpslint import registry, walk
+from mpslint import registry
+from mpslint.analysis.tree import Tree
 from mpslint.checks.base import Context, FixSpec, NodeEdit, Report, Rule, RuleClass
 from mpslint.config import Settings
 from mpslint.diagnostic import Diagnostic, Edit, Fix, Location
@@ -118,64 +119,32 @@ def check_module(
 
 
 class _Dispatcher:
-    """One traversal that feeds every rule, records parents and contains crashes.
+    """Feeds every rule from one walk of the tree, and contains crashes.
 
-    It walks the tree itself (``mpslint.walk``): ``CSTNode.visit`` would rebuild
-    every node on the way, which costs as much as the parse. The order of
-    ``visit_``/``leave_`` calls is exactly a LibCST visitor's.
+    The walk is the ``Tree`` analysis's (every syntax node in LibCST's visiting
+    order, iteratively, so deep nesting cannot hit the recursion limit); rules
+    get ``visit_<Node>`` calls in that order, with every parent already known.
+    ``CSTNode.visit`` is not used: it rebuilds each node it passes, which costs
+    as much as the parse.
     """
 
     def __init__(self, ctx: Context, classes: Sequence[RuleClass]) -> None:
         self.ctx = ctx
         self.failures: Dict[str, str] = {}
         self.visit: Dict[str, List[Tuple[Rule, Callable[[cst.CSTNode], object]]]] = {}
-        self.leave: Dict[str, List[Tuple[Rule, Callable[[cst.CSTNode], object]]]] = {}
         for cls in classes:
             rule = cls(ctx)
             for name in _handlers(cls):
-                kind, _, node_type = name.partition("_")
-                table = self.visit if kind == "visit" else self.leave
-                table.setdefault(node_type, []).append((rule, getattr(rule, name)))
+                self.visit.setdefault(name[len("visit_"):], []).append((rule, getattr(rule, name)))
 
     def run(self, module: cst.Module) -> None:
-        # Iterative, with an explicit stack: deeply nested code cannot hit the recursion limit.
-        parents = self.ctx.parents
-        visit_table, leave_table, call = self.visit, self.leave, self._call
-        known, child_fields = walk.FIELDS, walk.child_fields
-        node_types, is_node_type = walk.IS_NODE, walk.is_node_type
-        leave_marker = _LEAVE
-        stack: List[Tuple[cst.CSTNode, object]] = [(module, None)]
-        pop, push = stack.pop, stack.append
-        while stack:
-            node, parent = pop()
-            if parent is leave_marker:
-                handlers = leave_table.get(type(node).__name__)
-                if handlers:
-                    call(handlers, node)
-                continue
-            if parent is not None:
-                parents[node] = parent
-            cls = type(node)
-            name = cls.__name__
-            handlers = visit_table.get(name)
+        tree = Tree(module)
+        self.ctx.adopt_tree(tree)
+        visit_table, call = self.visit, self._call
+        for node in tree.start:  # pre-order
+            handlers = visit_table.get(type(node).__name__)
             if handlers:
                 call(handlers, node)
-            if name in leave_table:  # handlers are only ever removed, never added
-                push((node, leave_marker))
-            fields = known[cls] if cls in known else child_fields(cls)
-            if fields is None:
-                kids = list(node.children)
-            else:
-                kids = []
-                for field_name in fields:
-                    value = getattr(node, field_name)
-                    kind = type(value)
-                    if kind is tuple or kind is list:
-                        kids.extend(value)
-                    elif node_types[kind] if kind in node_types else is_node_type(kind):
-                        kids.append(value)
-            for child in reversed(kids):
-                push((child, node))
 
     def _call(self, handlers: List[Tuple[Rule, Callable[[cst.CSTNode], object]]], node: cst.CSTNode) -> None:
         for rule, method in list(handlers):
@@ -189,14 +158,12 @@ class _Dispatcher:
                 )
 
     def _disable(self, rule: Rule) -> None:
-        for table in (self.visit, self.leave):
-            for key, handlers in table.items():
-                table[key] = [h for h in handlers if h[0] is not rule]
+        for key, handlers in self.visit.items():
+            self.visit[key] = [h for h in handlers if h[0] is not rule]
         self.ctx.reports = [r for r in self.ctx.reports if r.code != rule.CODE]
 
 
 _NOQA = re.compile("noqa", re.IGNORECASE)  # every suppression comment contains it
-_LEAVE = object()  # the stack entry (node, _LEAVE) runs node's leave_ handlers
 _HANDLER_CACHE: Dict[RuleClass, Tuple[str, ...]] = {}
 
 

@@ -15,7 +15,8 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from mpslint import walk
+from mpslint import registry, walk
+from mpslint.analysis.tree import Tree, syntax_fields
 from mpslint.positions import node_ranges
 
 from corpus import corpus_dir
@@ -135,6 +136,37 @@ def _assert_same_walk(module):
     assert [n for kind, n in expected.events if kind == "visit"] == list(walk.iter_nodes(module))
 
 
+def _token_nodes(module):
+    """Every node LibCST visits inside a field the Tree skips (tokens, whitespace, comments)."""
+    inside = set()
+    for node in walk.iter_nodes(module):
+        kept = set(syntax_fields(type(node)))
+        for name in walk.child_fields(type(node)) or ():
+            if name not in kept:
+                value = getattr(node, name)
+                for item in value if isinstance(value, (tuple, list)) else (value,):
+                    if isinstance(item, cst.CSTNode):
+                        inside.update(id(n) for n in walk.iter_nodes(item))
+    return inside
+
+
+def _assert_tree_is_libcst_order_without_tokens(module):
+    """The engine feeds rules from the Tree: same nodes, order and parents as a LibCST visitor, tokens aside."""
+    expected = _Recorder()
+    module.visit(expected)
+    tokens = _token_nodes(module)
+    wanted = [n for kind, n in expected.events if kind == "visit" and id(n) not in tokens]
+    tree = Tree(module)
+    ours = list(tree.start)
+    assert len(ours) == len(wanted)
+    assert all(a is b for a, b in zip(ours, wanted))
+    assert all(tree.parent(n) is expected.parents.get(n) for n in ours)
+    # Nothing a rule visits, nor any name or expression, hides among the tokens.
+    handled = {name[len("visit_"):] for cls in registry.rule_classes() for name in cls.handlers()}
+    token_kinds = {type(n).__name__ for kind, n in expected.events if id(n) in tokens}
+    assert not token_kinds & (handled | {"Name", "Param", "Arg", "Attribute", "Call"}), token_kinds & handled
+
+
 def _assert_same_positions(module):
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     every = list(walk.iter_nodes(module))
@@ -155,7 +187,20 @@ def test_walk_and_positions_match_libcst(name, text):
     if module is None:
         pytest.skip(f"{name} does not parse (an MPS000 example)")
     _assert_same_walk(module)
+    _assert_tree_is_libcst_order_without_tokens(module)
     _assert_same_positions(module)
+
+
+def test_rules_only_visit():
+    """The engine dispatches ``visit_`` methods only (tree.py); a ``leave_`` method would never run."""
+    leaving = [(cls.CODE, n) for cls in registry.rule_classes() for n in dir(cls) if n.startswith("leave_")]
+    assert not leaving
+
+
+def test_star_args_are_in_the_tree():
+    module = cst.parse_module("def f(a, *args, b, **kw):\n    pass\n")
+    names = [n.name.value for n in Tree(module).start if isinstance(n, cst.Param)]
+    assert names == ["a", "args", "b", "kw"]
 
 
 def test_children_fields_are_read_for_every_node_class_seen():
@@ -195,4 +240,5 @@ def test_walk_and_positions_match_libcst_on_the_corpus():
         module = _parse(path.read_text(encoding="utf-8"))
         if module is not None:
             _assert_same_walk(module)
+            _assert_tree_is_libcst_order_without_tokens(module)
             _assert_same_positions(module)

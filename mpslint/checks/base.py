@@ -1,8 +1,10 @@
 """What a rule is, and the per-file context every rule shares.
 
-A rule is a small visitor: it defines ``visit_<Node>``/``leave_<Node>``
-methods like a LibCST visitor, and calls ``self.report(node, message, fix=...)``.
-The engine runs every selected rule in one traversal of the tree. Rules never
+A rule is a small visitor: it defines ``visit_<Node>`` methods like a LibCST
+visitor, and calls ``self.report(node, message, fix=...)``. The engine runs
+every selected rule in one traversal of the tree, with the whole tree already
+known (parents, scopes): context a ``leave_`` method would collect is asked of
+``ctx`` or of an analysis instead, so rules have no ``leave_`` methods. Rules never
 compute positions: they report nodes, and the engine resolves positions once,
 after the pass, and only for files that have findings.
 
@@ -13,7 +15,7 @@ Fixes are described with node-anchored edits (``replace``, ``insert_before``,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple, Type, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 import libcst as cst
 
@@ -21,6 +23,7 @@ from mpslint.analysis.names import ImportTable
 from mpslint.diagnostic import Applicability
 
 if TYPE_CHECKING:
+    from mpslint.analysis.tree import Tree
     from mpslint.config import Settings
 
 T = TypeVar("T")
@@ -101,8 +104,8 @@ class Context:
         self.path = path
         self.settings = settings
         self.reports: List[Report] = []
-        # Filled by the engine during the single traversal: node -> parent.
-        self.parents: Dict[cst.CSTNode, cst.CSTNode] = {}
+        # node -> parent, for every syntax node (the engine's Tree).
+        self.parents: Mapping[cst.CSTNode, Optional[cst.CSTNode]] = {}
         self._imports: Optional[ImportTable] = None
         self._analyses: Dict[Any, Any] = {}
 
@@ -123,6 +126,11 @@ class Context:
             result = factory(self)
             self._analyses[factory] = result
         return result
+
+    def adopt_tree(self, tree: "Tree") -> None:
+        """The engine's walk: parents for rules, and ``analysis(Tree)`` without a second walk."""
+        self.parents = tree.parents
+        self._analyses[type(tree)] = tree
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self.parents.get(node)
@@ -165,12 +173,8 @@ class Rule:
 
     @classmethod
     def handlers(cls) -> Dict[str, str]:
-        """``visit_Call`` / ``leave_Call`` method names this rule defines."""
-        return {
-            name: name
-            for name in dir(cls)
-            if (name.startswith("visit_") or name.startswith("leave_")) and callable(getattr(cls, name))
-        }
+        """The ``visit_Call``-style method names this rule defines."""
+        return {name: name for name in dir(cls) if name.startswith("visit_") and callable(getattr(cls, name))}
 
 
 RuleClass = Type[Rule]
