@@ -16,13 +16,22 @@ from typing import Dict, Iterable, Optional
 import libcst as cst
 
 
+_ATTRIBUTE, _NAME = cst.Attribute, cst.Name
+
+
 def dotted_name(node: cst.CSTNode) -> Optional[str]:
     """``a.b.c`` for a Name/Attribute chain, else None."""
+    # Exact classes (LibCST's are final): ``isinstance`` against a LibCST class goes
+    # through ABCMeta, and this runs for nearly every call and attribute of a file.
+    kind = type(node)
+    if kind is _NAME:
+        return node.value
     parts = []
-    while isinstance(node, cst.Attribute):
+    while kind is _ATTRIBUTE:
         parts.append(node.attr.value)
         node = node.value
-    if not isinstance(node, cst.Name):
+        kind = type(node)
+    if kind is not _NAME:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))
