@@ -32,13 +32,7 @@ ENGINE_CODES: Dict[str, str] = {
 def rule_classes() -> Tuple[RuleClass, ...]:
     classes: List[RuleClass] = []
     for name in FAMILIES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
-        classes.extend(module.RULES)
+        classes.extend(importlib.import_module(name).RULES)
     classes.sort(key=lambda cls: cls.CODE)
     return tuple(classes)
 
