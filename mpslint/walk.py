@@ -1,4 +1,4 @@
-"""Walk a LibCST tree in LibCST's own visiting order, without rebuilding it.
+"""A LibCST node's children in LibCST's own visiting order, without rebuilding it.
 
 ``CSTNode.visit`` rebuilds every node it passes through (it serves
 transformers and visitors alike), which costs about as much as parsing the
@@ -15,7 +15,7 @@ source for every node class, and against ``CSTNode.visit`` on real code.
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -110,40 +110,3 @@ def children(node: cst.CSTNode) -> List[cst.CSTNode]:
             result.append(value)
     return result
 
-
-def walk(
-    root: cst.CSTNode,
-    enter: Callable[[cst.CSTNode, Optional[cst.CSTNode]], None],
-    leave: Optional[Callable[[cst.CSTNode], None]] = None,
-) -> None:
-    """Call ``enter(node, parent)`` before and ``leave(node)`` after each node's subtree, like a visitor.
-
-    Iterative: a deeply nested tree cannot hit the recursion limit.
-    """
-    stack: List[Tuple[cst.CSTNode, object]] = [(root, None)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        node, parent = pop()
-        if parent is _LEAVE:
-            leave(node)  # type: ignore[misc]
-            continue
-        enter(node, parent)  # type: ignore[arg-type]
-        if leave is not None:
-            push((node, _LEAVE))
-        for child in reversed(children(node)):
-            push((child, node))
-
-
-_LEAVE = object()
-
-
-def iter_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Every node under ``root`` (included) in pre-order, the order a visitor's ``visit_`` calls come in."""
-    stack = [root]
-    pop, extend = stack.pop, stack.extend
-    while stack:
-        node = pop()
-        yield node
-        kids = children(node)
-        kids.reverse()
-        extend(kids)

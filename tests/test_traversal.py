@@ -117,36 +117,41 @@ class _Recorder(cst.CSTVisitor):
         self.events.append(("leave", node))
 
 
+def _walk(root):
+    """(node, parent) in pre-order from ``walk.children``: the order a visitor's ``visit_`` calls come in."""
+    stack = [(root, None)]
+    while stack:
+        node, parent = stack.pop()
+        yield node, parent
+        stack.extend((child, node) for child in reversed(walk.children(node)))
+
+
+def _iter_nodes(root):
+    return (node for node, _ in _walk(root))
+
+
 def _assert_same_walk(module):
     expected = _Recorder()
     module.visit(expected)
-    events, parents = [], {}
-
-    def enter(node, parent):
-        if parent is not None:
-            parents[node] = parent
-        events.append(("visit", node))
-
-    walk.walk(module, enter, lambda node: events.append(("leave", node)))
-    assert len(events) == len(expected.events)
-    for ours, theirs in zip(events, expected.events):
-        assert ours[0] == theirs[0] and ours[1] is theirs[1], (type(ours[1]).__name__, type(theirs[1]).__name__)
-    assert parents.keys() == expected.parents.keys()
-    assert all(parents[n] is expected.parents[n] for n in parents)
-    assert [n for kind, n in expected.events if kind == "visit"] == list(walk.iter_nodes(module))
+    ours = list(_walk(module))
+    theirs = [n for kind, n in expected.events if kind == "visit"]
+    assert len(ours) == len(theirs)
+    for (node, parent), other in zip(ours, theirs):
+        assert node is other, (type(node).__name__, type(other).__name__)
+        assert parent is expected.parents.get(node)
 
 
 def _token_nodes(module):
     """Every node LibCST visits inside a field the Tree skips (tokens, whitespace, comments)."""
     inside = set()
-    for node in walk.iter_nodes(module):
+    for node in _iter_nodes(module):
         kept = set(syntax_fields(type(node)))
         for name in walk.child_fields(type(node)) or ():
             if name not in kept:
                 value = getattr(node, name)
                 for item in value if isinstance(value, (tuple, list)) else (value,):
                     if isinstance(item, cst.CSTNode):
-                        inside.update(id(n) for n in walk.iter_nodes(item))
+                        inside.update(id(n) for n in _iter_nodes(item))
     return inside
 
 
@@ -169,7 +174,7 @@ def _assert_tree_is_libcst_order_without_tokens(module):
 
 def _assert_same_positions(module):
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    every = list(walk.iter_nodes(module))
+    every = list(_iter_nodes(module))
     ours = node_ranges(module, every)
     for node in every:
         rng = expected[node]
@@ -205,7 +210,7 @@ def test_star_args_are_in_the_tree():
 
 def test_children_fields_are_read_for_every_node_class_seen():
     module = cst.parse_module(SYNTAX)
-    classes = {type(node) for node in walk.iter_nodes(module)}
+    classes = {type(node) for node in _iter_nodes(module)}
     unknown = sorted(cls.__name__ for cls in classes if walk.child_fields(cls) is None)
     assert not unknown, f"fell back to node.children for {unknown}"
 
