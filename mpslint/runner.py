@@ -145,6 +145,12 @@ def _run_pool(todo: List[Task], table: List[Settings], mode: Mode, cache_dir: Op
     except OSError:
         return done
     try:
+        with _sigint_blocked():
+            # Each submit starts a worker while none is idle yet. Workers inherit the blocked
+            # Ctrl-C through spawn's exec, so one arriving while a worker still imports is not
+            # a traceback there: the worker ignores it before unblocking; this process gets it.
+            for _ in range(workers):
+                pool.submit(_ready)
         for result in pool.map(_work, todo, chunksize=chunksize):
             done.append(result)
     except (BrokenProcessPool, OSError):
@@ -181,6 +187,12 @@ _WORKER: Optional[_State] = None
 
 def _init_worker(families: Tuple[str, ...], table: List[Settings], mode: Mode, cache_dir: Optional[Path], stop=None) -> None:
     global _WORKER, _STOP
+    import signal
+
+    # Ctrl-C reaches the whole process group: the parent alone decides how to stop (see _run_pool).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _STOP = stop
     from mpslint import registry
 
@@ -191,12 +203,29 @@ def _init_worker(families: Tuple[str, ...], table: List[Settings], mode: Mode, c
             cached.cache_clear()
     registry.rule_classes()  # import every rule once per worker, not per file
     _WORKER = _State(table, mode, cache_dir)
-    import signal
-
-    # Ctrl-C reaches the whole process group: the parent alone decides how to stop (see _run_pool).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if mode.fix:
         signal.signal(signal.SIGTERM, _worker_terminated)
+
+
+def _ready() -> None:
+    """A no-op task: submitting it starts a worker (see _run_pool)."""
+
+
+class _sigint_blocked:
+    """Blocks SIGINT in this thread (it stays pending, it is not lost) while workers are started."""
+
+    def __enter__(self) -> None:
+        import signal
+
+        self.blocked = hasattr(signal, "pthread_sigmask")
+        if self.blocked:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self.blocked:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _worker_terminated(signum, frame) -> None:

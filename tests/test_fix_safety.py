@@ -262,6 +262,48 @@ def test_sigterm_while_a_temp_file_is_open_removes_it(tmp_path):
 
 # --- fuzzing the on-disk layer: real rules, real files, odd encodings and line endings --------------
 
+def _children(pid: int):
+    try:
+        return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc to see the workers start")
+@pytest.mark.parametrize("delay", [0.1, 0.25, 0.4])
+def test_ctrl_c_while_workers_start_is_not_a_traceback(tmp_path, delay):
+    """Ctrl-C reaches the whole process group, workers included, even while they still import.
+
+    A worker is importing for a few tenths of a second after it appears; each delay lands the
+    signal at another point of that (a traceback from a worker's imports broke this before).
+    """
+    files = [tmp_path / f"m{i:03}.py" for i in range(60)]
+    for f in files:
+        f.write_text(BIG)
+    process = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, "check", "--fix", "-j", "2", "."],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _children(process.pid):  # a worker was spawned: it is starting up now
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.001)
+        time.sleep(delay)
+        os.killpg(process.pid, signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode != 0
+    assert b"Traceback" not in stderr, stderr.decode(errors="replace")
+    assert all(f.read_bytes() in (BIG.encode(), BIG_FIXED.encode()) for f in files)
+    assert temp_files(tmp_path) == []
+
+
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st  # noqa: E402
 
 from test_fuzz import mutants  # noqa: E402  (torch-heavy mutants of every fixture and snippet)
