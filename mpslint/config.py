@@ -48,7 +48,7 @@ def resolve_selectors(selectors: Iterable[str], *, setting: str = "select") -> F
             chosen.add(by_name[selector])
             continue
         if selector.upper() in registry.ENGINE_CODES:
-            continue  # always reported; accepted so `# noqa`-style lists can name them
+            continue  # always reported; accepted so suppression lists can name them
         upper = selector.upper()
         matched = [c for c in codes if c.startswith(upper)]
         if not matched or not upper.startswith("MPS"):
@@ -89,7 +89,7 @@ from functools import lru_cache
 import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List
 
 CONFIG_FILES = ("mpslint.toml", "pyproject.toml")  # in this order: mpslint.toml wins in one directory
 

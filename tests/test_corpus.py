@@ -14,7 +14,7 @@ import libcst as cst
 import pytest
 
 from mpslint.config import Settings
-from mpslint.engine import INTERNAL_ERROR, INVALID_SYNTAX, check_text
+from mpslint.engine import INTERNAL_ERROR, check_text
 from mpslint.fixer import fix_text
 from mpslint.source import DecodeError, SourceText
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import textwrap
 
 import pytest
 
-from helpers import check, fix, rows
+from helpers import fix, rows
 
 HEAD = """\
 import numpy as np

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mpslint import runner
-from mpslint.cache import Cache, diagnostic_from_json, diagnostic_to_json
+from mpslint.cache import diagnostic_from_json, diagnostic_to_json
 from mpslint.config import Settings
 from mpslint.runner import Mode, process_file, run, write_atomic
 

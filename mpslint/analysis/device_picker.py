@@ -262,12 +262,11 @@ def prefers_cuda(ctx, value: cst.BaseExpression, helper: str) -> bool:
 
 def _in_cuda_first_chain(ctx, stmt: cst.CSTNode, tree_parent) -> bool:
     """An assignment inside ``if torch.cuda.is_available(): <cuda> elif/else ...``."""
-    child = stmt
     parent = tree_parent(stmt)
     while parent is not None and not isinstance(parent, cst.If):
         if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Module)):
             return False
-        child, parent = parent, tree_parent(parent)
+        parent = tree_parent(parent)
     if parent is None:
         return False
     top = parent

@@ -30,7 +30,7 @@ from mpslint.analysis.device_picker import DevicePicker, torch_alias
 from mpslint.analysis.names import dotted_name
 from mpslint.checks.base import FixSpec, NodeEdit, Rule, replace, replace_span
 from mpslint.knowledge import cuda_api
-from mpslint.knowledge.cuda_api import floor_of, version_text
+from mpslint.knowledge.cuda_api import floor_of
 
 _CUDA = ("cuda",)
 

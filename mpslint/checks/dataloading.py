@@ -7,7 +7,7 @@ memory is a CUDA concept (knowledge/mps.md §1.5, §3.6).
 
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional, Set
+from typing import Dict, Iterator, List, Optional
 
 import libcst as cst
 

@@ -15,7 +15,7 @@ from typing import Optional
 
 import libcst as cst
 
-from mpslint.analysis.device_flow import DeviceFlow, Kind
+from mpslint.analysis.device_flow import DeviceFlow
 from mpslint.analysis.loops import HotLoops, Loop
 from mpslint.analysis.names import dotted_name
 from mpslint.checks.base import Rule

@@ -11,7 +11,7 @@ lives; a value of unknown placement is never reported.
 from __future__ import annotations
 
 import re
-from typing import List, Optional
+from typing import Optional
 
 import libcst as cst
 
@@ -91,7 +91,6 @@ class PlacementMismatch(Rule):
         self._mixed(node.value, node.target)
 
     def visit_Call(self, node: cst.Call) -> None:
-        flow = self.flow
         if not self._is_placed_forward(node):
             return
         for arg in node.args:
@@ -180,7 +179,6 @@ class PlacementMismatch(Rule):
     # -- the model is placed, the batch from the loader is not
 
     def _unplaced_batch(self, call: cst.Call) -> None:
-        flow = self.flow
         position = self.ctx.analysis(HotLoops).position(call)
         if position is None or not isinstance(position.loop.node, cst.For):
             return
