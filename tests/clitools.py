@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
+from click.testing import CliRunner
 
 from mpslint import catalog, registry
 from mpslint.checks.base import FixSpec, Rule, replace
+from mpslint.cli import main
 
 # This module is itself the rule family: spawned pool workers import it by name (tests/ is on sys.path).
 FAMILY = "clitools"
@@ -94,3 +96,22 @@ def fake_rules(monkeypatch):
     yield RULES
     monkeypatch.undo()
     _clear()
+
+
+def enter(directory, monkeypatch):
+    """Work in ``directory``, free of the user's output and cache settings."""
+    monkeypatch.chdir(directory)
+    monkeypatch.delenv("MPSLINT_OUTPUT_FORMAT", raising=False)
+    monkeypatch.delenv("MPSLINT_CACHE_DIR", raising=False)
+    return directory
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch, fake_rules):
+    """A working directory with the test rules."""
+    return enter(tmp_path, monkeypatch)
+
+
+def run(*args, input=None, env=None):
+    """The CLI in this process; an exception propagates (a traceback is a failure, not output)."""
+    return CliRunner().invoke(main, list(args), input=input, env=env, catch_exceptions=False)

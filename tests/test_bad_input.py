@@ -16,29 +16,20 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from mpslint import files as files_module
-from mpslint.cli import main
 
-from clitools import fake_rules  # noqa: F401  (fixture)
+from clitools import enter, fake_rules, run  # noqa: F401  (fixture)
 
 TESTS = Path(__file__).resolve().parent
 CUDA = "import torch\n\nx = torch.zeros(1)\ny = x.cuda()\n"
 GOOD_FINDING = "good.py:4:5: MPS990"
 
 
-def run(*args, input=None):
-    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
-
-
 @pytest.fixture
 def project(tmp_path, monkeypatch, fake_rules):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("MPSLINT_OUTPUT_FORMAT", raising=False)
-    monkeypatch.delenv("MPSLINT_CACHE_DIR", raising=False)
     (tmp_path / "good.py").write_text(CUDA)
-    return tmp_path
+    return enter(tmp_path, monkeypatch)
 
 
 def assert_clean_failure(result, code):

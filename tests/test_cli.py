@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from mpslint import __version__, cli
 from mpslint.cli import main
 
-from clitools import fake_rules  # noqa: F401  (fixture)
+from clitools import fake_rules, project, run  # noqa: F401  (fixtures)
 
 CUDA = "import torch\n\nx = torch.zeros(1)\ny = x.cuda()\n"
 CLEAN = "import torch\n\nx = torch.zeros(1)\n"
@@ -26,18 +26,6 @@ MIXED = textwrap.dedent(
     torch.cuda.synchronize()
     """
 )
-
-
-def run(*args, input=None, env=None):
-    return CliRunner().invoke(main, list(args), input=input, env=env, catch_exceptions=False)
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch, fake_rules):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("MPSLINT_OUTPUT_FORMAT", raising=False)
-    monkeypatch.delenv("MPSLINT_CACHE_DIR", raising=False)
-    return tmp_path
 
 
 def write(path: Path, text: str) -> Path:

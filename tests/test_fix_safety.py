@@ -19,28 +19,14 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from mpslint.cli import main
 
-from clitools import fake_rules  # noqa: F401  (fixture)
+from clitools import fake_rules, project, run  # noqa: F401  (fixtures)
 
 TESTS = Path(__file__).resolve().parent
 CUDA = "import torch\n\nx = torch.zeros(1)\ny = x.cuda()\n"
 FIXED = CUDA.replace("x.cuda()", "x.to(DEVICE)")
 CLEAN = "import torch\n\nx = torch.zeros(1)\n"
-
-
-def run(*args, input=None):
-    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch, fake_rules):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("MPSLINT_OUTPUT_FORMAT", raising=False)
-    monkeypatch.delenv("MPSLINT_CACHE_DIR", raising=False)
-    return tmp_path
 
 
 def temp_files(root: Path):

@@ -13,15 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
-from mpslint.cli import main
-
-from clitools import fake_rules  # noqa: F401  (fixture)
 
 
-def run(*args, input=None):
-    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+from clitools import fake_rules, project, run  # noqa: F401  (fixtures)
 
 
 # --- static mode never executes -----------------------------------------------------------------
@@ -212,19 +206,11 @@ def test_ctrl_c_on_verify_ends_the_script_too(tmp_path):
 CRASHY = "import torch\n\nx = torch.zeros(1).cuda()\nboom()\ntorch.cuda.synchronize()\n"
 
 
-@pytest.fixture
-def crashy(tmp_path, monkeypatch, fake_rules):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("MPSLINT_OUTPUT_FORMAT", raising=False)
-    monkeypatch.delenv("MPSLINT_CACHE_DIR", raising=False)
-    return tmp_path
-
-
 @pytest.mark.parametrize("count, jobs", [(3, "1"), (45, "2")])  # 45 files run in spawned pool workers
-def test_a_crashing_rule_is_contained_in_process_and_in_the_pool(crashy, count, jobs):
+def test_a_crashing_rule_is_contained_in_process_and_in_the_pool(project, count, jobs):
     for i in range(count):
-        (crashy / f"m{i:02}.py").write_text(CRASHY)
-    (crashy / "zz_clean_of_boom.py").write_text("import torch\ny = torch.ones(1).cuda()\n")
+        (project / f"m{i:02}.py").write_text(CRASHY)
+    (project / "zz_clean_of_boom.py").write_text("import torch\ny = torch.ones(1).cuda()\n")
     result = run("--no-cache", "-j", jobs, ".")
     assert result.exit_code == 1, result.output
     lines = result.stdout.splitlines()
@@ -246,11 +232,11 @@ def test_a_crashing_rule_is_contained_in_process_and_in_the_pool(crashy, count, 
     assert 'raise RuntimeError("the test rule crashed on purpose")' in verbose.stderr
 
 
-def test_a_crashing_rule_never_blocks_the_fixes_of_the_others(crashy):
-    (crashy / "a.py").write_text(CRASHY)
+def test_a_crashing_rule_never_blocks_the_fixes_of_the_others(project):
+    (project / "a.py").write_text(CRASHY)
     result = run("--fix", "a.py")
     assert result.exit_code == 1
-    assert "x = torch.zeros(1).to(DEVICE)" in (crashy / "a.py").read_text()
+    assert "x = torch.zeros(1).to(DEVICE)" in (project / "a.py").read_text()
     assert "MPS900" in result.stdout
     json_result = run("--no-cache", "--output-format", "json", "a.py")
     rows = json.loads(json_result.stdout)
