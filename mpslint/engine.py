@@ -8,8 +8,10 @@ rule while the other rules go on.
 from __future__ import annotations
 
 import ast
+import gc
 import re
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -73,9 +75,38 @@ def check_text(
     prefilter: bool = True,
     apply_noqa: bool = True,
 ) -> CheckResult:
+    with _collector_paused():
+        return _check_text(text, path, settings, prefilter, apply_noqa)
+
+
+@contextmanager
+def _collector_paused():
+    """No cyclic garbage collection while one file is checked.
+
+    Parsing allocates hundreds of thousands of objects, none of them garbage
+    until the file is done, and CPython's collector would rescan them again and
+    again as they pile up (measured on transformers: checking took 15-20% longer,
+    Python's own parse 24%). What the file leaves in reference cycles is
+    collected on the first allocation after the collector is back.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _check_text(text: str, path: str, settings: Settings, prefilter: bool, apply_noqa: bool) -> CheckResult:
     classes = registry.classes_for(settings.select)
     if prefilter:
         classes = rules_for_text(text, classes)
+        if classes:
+            from mpslint.screen import screen_rules
+
+            classes = screen_rules(text, classes, settings)
         if not classes:
             return CheckResult(skipped=True)
     if brackets_too_deep(text) and _python_rejects(text, path):

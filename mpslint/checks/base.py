@@ -162,6 +162,10 @@ class Rule:
     REQUIRES: ClassVar[Tuple[Tuple[str, ...], ...]] = ()
     # A rule with no TRIGGERS says here why it can fire on any file (tests/test_prefilter.py).
     NO_TRIGGERS: ClassVar[str] = ""
+    # The prefilter's second stage (mpslint/screen): a function of the file's
+    # ``Facts`` (Python's own ast, indexed) that is False only when this rule
+    # cannot fire, whatever LibCST would show. None: no screen.
+    screen: ClassVar[Optional[Callable[[Any], bool]]] = None
     # Whether the rule's messages/fixes depend on settings other than selection.
     OPTIONS: ClassVar[Sequence[str]] = ()
 
