@@ -7,12 +7,14 @@ memory is a CUDA concept (knowledge/mps.md §1.5, §3.6).
 
 from __future__ import annotations
 
+import ast
 from typing import Dict, Iterator, List, Optional
 
 import libcst as cst
 
 from mpslint.analysis.names import dotted_name
 from mpslint.checks.base import Context, FixSpec, Rule, replace
+from mpslint.screen import facts as pyast
 
 DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 
@@ -280,6 +282,23 @@ class UnguardedWorkers(Rule):
     # multiprocessing.Process, spawn and start_processes qualify only through a "multiprocessing" import.
     TRIGGERS = ("DataLoader", "Pool", "multiprocessing")
     REQUIRES = (("torch", "multiprocessing", "concurrent"),)
+
+    @staticmethod
+    def screen(facts) -> bool:
+        """A worker-starting call that may run at import: at the top level or in a top-level function."""
+        index = facts.index
+        for call, scope in facts.calls_to(DATALOADERS | POOLS):
+            if facts.qualify(call.func) in DATALOADERS:
+                workers = pyast.keyword(call, "num_workers")
+                plain = [a for a in call.args if type(a) is not ast.Starred]
+                if workers is None and len(plain) < 6:
+                    continue
+                if workers is not None and type(workers) is ast.Constant and type(workers.value) is int \
+                        and workers.value == 0:
+                    continue
+            if type(scope) is ast.Module or id(scope) in index.top_level_functions:
+                return True
+        return False
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx

@@ -19,6 +19,7 @@ from mpslint.analysis.device_flow import DeviceFlow
 from mpslint.analysis.loops import HotLoops, Loop
 from mpslint.analysis.names import dotted_name
 from mpslint.checks.base import Rule
+from mpslint.screen.loops import has_hot_loop
 
 SYNCHRONIZE = frozenset(
     ("torch.cuda.synchronize", "torch.mps.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize")
@@ -57,6 +58,8 @@ def short(ctx, node: cst.CSTNode, limit: int = 48) -> str:
 
 class _HotLoopRule(Rule):
     OPTIONS = ("report_interval_guarded",)
+    # Every finding here runs per step of a hot loop: no hot loop, no finding.
+    screen = staticmethod(has_hot_loop)
 
     @property
     def flow(self) -> DeviceFlow:

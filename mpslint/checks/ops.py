@@ -10,7 +10,9 @@ and stay silent, because a project that states no floor runs whatever is current
 
 from __future__ import annotations
 
-from typing import Iterator, Optional, Tuple
+import ast
+from functools import lru_cache
+from typing import Dict, Iterator, Optional, Tuple
 
 import libcst as cst
 
@@ -18,6 +20,7 @@ from mpslint.checks.base import Rule
 from mpslint.checks.dataloading import keyword, positional, string_value
 from mpslint.knowledge import mps_kernels, surface, versions
 from mpslint.knowledge.mps_kernels import KernelTable, version_text, version_tuple
+from mpslint.screen import facts as pyast
 
 FALSY = ("None", "False")
 
@@ -111,6 +114,83 @@ def _short(table: KernelTable) -> str:
     return version_text(version_tuple(table.version))
 
 
+# ------------------------------------------------------------- the screens
+
+
+def _no_kernel(table: KernelTable, op: str) -> bool:  # what MPS501 reports
+    return not (table.has_mps_kernel(op) or op in table.explicit_cpu_fallbacks or table.is_composite(op))
+
+
+def _cpu_fallback(table: KernelTable, op: str) -> bool:  # what MPS502 reports
+    return op in table.explicit_cpu_fallbacks and not table.has_mps_kernel(op)
+
+
+@lru_cache(maxsize=None)
+def _firing(torch_version, finding) -> Dict[str, Tuple[surface.Reach, ...]]:
+    """Surface name -> the reaches that ``finding`` reports under this torch floor's table."""
+    table = mps_kernels.load_table(torch_version)
+    firing = {}
+    for name, reaches in surface.SURFACE.items():
+        hits = tuple(r for r in reaches if any(finding(table, op) for op in r.ops))
+        if hits:
+            firing[name] = hits
+    return firing
+
+
+def _screen_ops(facts, finding) -> bool:
+    """A call ``reached_ops`` may resolve to a reach with an op ``finding`` reports, under a condition that may hold."""
+    firing = _firing(facts.settings.torch_version, finding)
+    methods = {name[len("Tensor."):]: tuple(r for r in reaches if r.method_safe)
+               for name, reaches in firing.items() if name.startswith("Tensor.")}
+    lasts = {name.rsplit(".", 1)[-1] for name in firing}
+    imports = facts.index.imports
+    for call, _ in facts.index.calls:
+        func = call.func
+        kind = type(func)
+        if kind is ast.Attribute:
+            last = func.attr
+        elif kind is ast.Name:
+            last = func.id
+        else:
+            continue
+        if last not in lasts and last not in imports:
+            continue
+        qualified = facts.qualify(func)
+        if qualified is not None:
+            reaches = firing.get(qualified, ())
+        elif kind is ast.Attribute and not (type(func.value) is ast.Name and func.value.id in ("self", "cls", "np", "numpy")):
+            reaches = methods.get(last, ())
+        else:
+            continue
+        if any(_condition_may_hold(call, reach.when) for reach in reaches):
+            return True
+    return False
+
+
+def _condition_may_hold(call: ast.Call, when) -> bool:
+    """``condition_holds`` on the ast, True wherever it may be."""
+    if when is None or when[0] in ("not-kwarg", "not-output-size-1"):
+        return True
+    if when[0] in ("kwarg", "kwarg-true"):
+        name, position = when[1], when[2]
+        value = pyast.keyword(call, name)
+        if value is None and position is not None:
+            if any(type(a) is ast.Starred for a in call.args[: position + 1]):
+                return True
+            value = call.args[position] if position < len(call.args) else None
+        if value is None or (type(value) is ast.Constant and (value.value is None or value.value is False)):
+            return False
+        forwarded = (type(value) is ast.Name and value.id == name) or (type(value) is ast.Attribute and value.attr == name)
+        return not forwarded
+    mode = pyast.keyword(call, "mode")
+    if not (type(mode) is ast.Constant and mode.value == when[1]):
+        return False
+    if when[0] == "mode":
+        return True
+    antialias = pyast.keyword(call, "antialias")
+    return type(antialias) is ast.Constant and antialias.value is True
+
+
 class OpWithoutMpsKernel(Rule):
     CODE = "MPS501"
     NAME = "op-without-mps-kernel"
@@ -119,6 +199,10 @@ class OpWithoutMpsKernel(Rule):
     REQUIRES = (("torch",) + tuple(sorted("." + k.split(".", 1)[1] for k, v in surface.SURFACE.items()
                                           if k.startswith("Tensor.") and any(r.method_safe for r in v))),)
     OPTIONS = ("torch-version",)
+
+    @staticmethod
+    def screen(facts) -> bool:
+        return _screen_ops(facts, _no_kernel)
 
     def visit_Call(self, node: cst.Call) -> None:
         table = None
@@ -149,6 +233,10 @@ class OpCpuFallback(Rule):
     REQUIRES = OpWithoutMpsKernel.REQUIRES
     OPTIONS = ("torch-version",)
 
+    @staticmethod
+    def screen(facts) -> bool:
+        return _screen_ops(facts, _cpu_fallback)
+
     def visit_Call(self, node: cst.Call) -> None:
         for display, op in reached_ops(self, node):
             table = table_for(self)
@@ -176,6 +264,19 @@ class UnsupportedDtypeOnMps(Rule):
     # complex128, or an integer cast into a GEMM: `.long()`, `.int()`, `.short()`, `.to(torch.int64)`
     # (every integer dtype name is spelled after a dot or imported from torch).
     REQUIRES = (("complex128", "cdouble", ".int", "int8", "int16", "int32", "int64", ".long", ".short", "from torch import"),)
+
+    @staticmethod
+    def screen(facts) -> bool:
+        """complex128 named anywhere, or an explicit integer cast fed to a GEMM (``@``, ``torch.matmul``, ...)."""
+        if facts.refers_to(COMPLEX128):
+            return True
+        for node, _ in facts.index.binary:
+            if type(node.op) is ast.MatMult and (_may_be_integer(facts, node.left) or _may_be_integer(facts, node.right)):
+                return True
+        for call, _ in facts.calls_to(GEMM):
+            if any(_may_be_integer(facts, value) for value in pyast.argument_values(call)):
+                return True
+        return False
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
@@ -215,6 +316,16 @@ class UnsupportedDtypeOnMps(Rule):
         return False
 
 
+def _may_be_integer(facts, node) -> bool:
+    """``UnsupportedDtypeOnMps._integer`` on the ast."""
+    if type(node) is not ast.Call or type(node.func) is not ast.Attribute or facts.qualify(node.func) is not None:
+        return False
+    method = node.func.attr
+    if method in INTEGER_CASTS and not node.args and not node.keywords:
+        return True
+    return method == "to" and any(facts.qualify(v) in INTEGER_DTYPES for v in pyast.argument_values(node))
+
+
 def _is_none(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
 
@@ -230,7 +341,14 @@ class FeatureNeedsNewerTorch(Rule):
     CODE = "MPS504"
     NAME = "feature-needs-newer-torch"
     TRIGGERS = ("autocast", "GradScaler", "compile")
+    # Every path needs "mps" spelled out: a device string, or `_file_uses_mps`.
+    REQUIRES = (("mps",),)
     OPTIONS = ("torch-version",)
+
+    @staticmethod
+    def screen(facts) -> bool:
+        """Only a floor older than the newest known torch gates anything (no parse needed to know)."""
+        return versions.floor_of(facts.settings.torch_version) < versions.LATEST_KNOWN
 
     def visit_Call(self, node: cst.Call) -> None:
         floor = self.ctx.settings.torch_version

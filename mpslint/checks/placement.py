@@ -10,6 +10,7 @@ lives; a value of unknown placement is never reported.
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Optional
 
@@ -20,6 +21,8 @@ from mpslint.analysis.loops import HotLoops
 from mpslint.analysis.names import dotted_name
 from mpslint.checks.base import FixSpec, Rule, insert_after, replace
 from mpslint.checks.hotloop import DEVICE_EVIDENCE, short
+from mpslint.screen import facts as pyast
+from mpslint.screen.device import device_model
 
 FLOAT64 = frozenset(("float64", "double"))
 CASTS = frozenset("float half bfloat16 long int short bool byte char type double".split())
@@ -53,6 +56,17 @@ class NumpyOnDeviceTensor(Rule):
     NAME = "numpy-on-device-tensor"
     TRIGGERS = (".numpy(",)
 
+    @staticmethod
+    def screen(facts) -> bool:
+        """A ``.numpy()`` whose receiver may be on the device."""
+        model = device_model(facts)
+        for call, scope in facts.index.calls:
+            func = call.func
+            if type(func) is ast.Attribute and func.attr == "numpy" and not call.args and not call.keywords:
+                if facts.qualify(func) is None and model.may_be_device(func.value, scope):
+                    return True
+        return False
+
     def visit_Call(self, node: cst.Call) -> None:
         if _method(node) != "numpy" or node.args or self.ctx.qualify(node.func) is not None:
             return
@@ -78,6 +92,28 @@ class PlacementMismatch(Rule):
     @property
     def flow(self) -> DeviceFlow:
         return self.ctx.analysis(DeviceFlow)
+
+    @staticmethod
+    def screen(facts) -> bool:
+        """A placed module's forward call, or a host factory next to something that may be on the device."""
+        model = device_model(facts)
+        for call, _ in facts.index.calls:
+            func = call.func
+            if model.is_placed_name(pyast.dotted_name(func)) or (
+                type(func) is ast.Attribute and func.attr == "forward" and model.is_placed_name(pyast.dotted_name(func.value))
+            ):
+                return True
+        for node, scope in facts.index.binary:
+            if type(node.op) is ast.Mod and (type(node.left) is ast.JoinedStr or (
+                    type(node.left) is ast.Constant and isinstance(node.left.value, (str, bytes)))):
+                continue  # "%d" % n: formatting
+            for host, other in ((node.left, node.right), (node.right, node.left)):
+                if _may_be_host_factory(facts, host, scope) and model.may_be_device(other, scope):
+                    return True
+        for node, scope in facts.index.augmented:
+            if _may_be_host_factory(facts, node.value, scope) and model.may_be_device(node.target, scope):
+                return True
+        return False
 
     # -- a tensor created on the host meets device tensors
 
@@ -263,6 +299,45 @@ class PlacementMismatch(Rule):
         return all(flow.kind_of_binding(b, name.value) is not Kind.DEVICE for b in in_loop)
 
 
+def _may_be_host_factory(facts, expr, scope) -> bool:
+    """``PlacementMismatch._host_factory`` may find a torch factory without ``device=`` in ``expr``."""
+    if type(expr) is ast.Name:
+        index = facts.index
+        for outer in index.scopes_from(scope):
+            for binding in index.bindings[id(outer)].get(expr.id, ()):
+                if binding.how == "assign" and not binding.unpacked and _is_host_factory(facts, binding.value):
+                    return True
+        return False
+    return _is_host_factory(facts, expr)
+
+
+def _is_host_factory(facts, expr) -> bool:
+    while True:  # 0.01 * torch.randn(...), -torch.ones(...)
+        if type(expr) is ast.UnaryOp and type(expr.op) is ast.USub:
+            expr = expr.operand
+        elif type(expr) is ast.BinOp and _is_number(expr.left):
+            expr = expr.right
+        elif type(expr) is ast.BinOp and _is_number(expr.right):
+            expr = expr.left
+        else:
+            break
+    if type(expr) is not ast.Call:
+        return False
+    qualified = facts.qualify(expr.func) or ""
+    if not qualified.startswith("torch.") or qualified.count(".") != 1 or qualified[6:] not in SIZED_FACTORIES:
+        return False
+    if pyast.keyword(expr, "device") is not None:
+        return False
+    args = pyast.positional(expr)
+    # torch.ones(1) is scalar-like; only the literal `1` counts, as LibCST sees it (not 0x1).
+    return any(not (_is_number(a) and a.value == 1 and a.end_col_offset - a.col_offset == 1) for a in args)
+
+
+def _is_number(node) -> bool:
+    """LibCST's Integer or Float: ``True`` is a name there, and ``1j`` an Imaginary."""
+    return type(node) is ast.Constant and type(node.value) in (int, float)
+
+
 def _places_anything(code: str) -> bool:
     return any(marker in code for marker in (".to(", ".cuda(", "device"))
 
@@ -275,6 +350,34 @@ class Float64ToDevice(Rule):
     @property
     def flow(self) -> DeviceFlow:
         return self.ctx.analysis(DeviceFlow)
+
+    @staticmethod
+    def screen(facts) -> bool:
+        """A float64 dtype or a ``torch.from_numpy`` the rule could follow to the device."""
+        if facts.calls_to(frozenset({"torch.set_default_dtype", "torch.from_numpy"})):
+            return True  # (from_numpy: then moved by a .to()/.cuda() the rule follows by name)
+        float64 = frozenset(("torch.float64", "torch.double"))
+        model = device_model(facts)
+        for call, scope in facts.index.calls:
+            func = call.func
+            dtype = pyast.keyword(call, "dtype")
+            qualified = facts.qualify(func)
+            if qualified is not None:
+                if qualified.startswith("torch.") and pyast.keyword(call, "device") is not None and dtype is not None:
+                    if facts.qualify(dtype) in float64:
+                        return True
+                continue
+            if type(func) is not ast.Attribute:
+                continue
+            if func.attr == "double" and not call.args and not call.keywords:
+                if model.may_be_device(func.value, scope):
+                    return True
+            elif func.attr in ("to", "type"):
+                if dtype is None:
+                    dtype = next((a for a in pyast.positional(call) if model.is_dtype(a)), None)
+                if dtype is not None and facts.qualify(dtype) in float64 and model.may_be_device(call, scope):
+                    return True
+        return False
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.ctx.qualify(node.func) or ""
