@@ -1,16 +1,19 @@
 """The prefilter is an optimisation only: it never changes what is reported.
 
 A rule runs on a file only if one of its TRIGGERS strings and one string of
-each of its REQUIRES groups occur in the text (``engine.rules_for_text``); a
-file that no selected rule can run on is not even parsed. Here every input is checked twice, with and without the
-prefilter, and the diagnostics must be identical. The one designed
+each of its REQUIRES groups occur in the text (``engine.rules_for_text``),
+and its screen, if it has one, lets it through; a file that no selected rule
+can run on is not even parsed. Here every input is checked twice, with and
+without the prefilter, and the diagnostics must be identical. The one designed
 difference is MPS000: a file the prefilter skips is never parsed, so a syntax
 error in it is not reported (rules/MPS000.md); for such files only the rule
 diagnostics are compared, and there must be none.
 
-Inputs: every file under fixtures/ (including golden ``.fixed.py`` outputs and
-the verifier's scripts), every code block of every rule doc, and a sample of
-the real corpus.
+The screens (mpslint/screen) are also checked fact by fact in
+tests/test_screen.py. Inputs: every file
+under fixtures/ (including golden ``.fixed.py`` outputs and the verifier's
+scripts) and every code block of every rule doc; tests/test_corpus.py does
+the same for every file of the real corpus.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from mpslint.config import Settings, parse_torch_version
 from mpslint.checks.base import Rule
 from mpslint.engine import INVALID_SYNTAX, check_text, rules_for_text, trigger_groups
 
-from corpus import corpus_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = catalog.load()
@@ -132,14 +134,3 @@ def test_a_rule_runs_only_when_every_group_occurs():
 
     assert rules_for_text("gamma", [OnlyRequires]) == [OnlyRequires]
     assert rules_for_text("delta", [OnlyRequires]) == []
-
-
-@pytest.mark.corpus
-def test_corpus_results_do_not_depend_on_the_prefilter():
-    files = sorted(corpus_dir().rglob("*.py"))
-    assert files
-    # A fixed, spread-out sample: files the prefilter skips and files it lets through.
-    sample = files[:: max(1, len(files) // 40)]
-    for path in sample:
-        assert_prefilter_is_invisible(path.read_text(encoding="utf-8"), str(path))
-    assert len(sample) >= 30
