@@ -11,8 +11,7 @@ and stay silent, because a project that states no floor runs whatever is current
 from __future__ import annotations
 
 import ast
-from functools import lru_cache
-from typing import Dict, Iterator, Optional, Tuple
+from typing import Iterator, Optional, Tuple
 
 import libcst as cst
 
@@ -125,25 +124,14 @@ def _cpu_fallback(table: KernelTable, op: str) -> bool:  # what MPS502 reports
     return op in table.explicit_cpu_fallbacks and not table.has_mps_kernel(op)
 
 
-@lru_cache(maxsize=None)
-def _firing(torch_version, finding) -> Dict[str, Tuple[surface.Reach, ...]]:
-    """Surface name -> the reaches that ``finding`` reports under this torch floor's table."""
-    table = mps_kernels.load_table(torch_version)
-    firing = {}
-    for name, reaches in surface.SURFACE.items():
-        hits = tuple(r for r in reaches if any(finding(table, op) for op in r.ops))
-        if hits:
-            firing[name] = hits
-    return firing
-
-
 def _screen_ops(facts, finding) -> bool:
-    """A call ``reached_ops`` may resolve to a reach with an op ``finding`` reports, under a condition that may hold."""
-    firing = _firing(facts.settings.torch_version, finding)
-    methods = {name[len("Tensor."):]: tuple(r for r in reaches if r.method_safe)
-               for name, reaches in firing.items() if name.startswith("Tensor.")}
-    lasts = {name.rsplit(".", 1)[-1] for name in firing}
+    """A call ``reached_ops`` may resolve to an op ``finding`` reports, under a condition that may hold.
+
+    The op table (``load_table``) is only consulted for calls that reach some op at all.
+    """
+    lasts = _SURFACE_LASTS
     imports = facts.index.imports
+    reached = set()
     for call, _ in facts.index.calls:
         func = call.func
         kind = type(func)
@@ -157,14 +145,19 @@ def _screen_ops(facts, finding) -> bool:
             continue
         qualified = facts.qualify(func)
         if qualified is not None:
-            reaches = firing.get(qualified, ())
+            reaches = surface.lookup(qualified)
         elif kind is ast.Attribute and not (type(func.value) is ast.Name and func.value.id in ("self", "cls", "np", "numpy")):
-            reaches = methods.get(last, ())
+            reaches = surface.method(last)
         else:
             continue
-        if any(_condition_may_hold(call, reach.when) for reach in reaches):
-            return True
-    return False
+        reached.update(op for reach in reaches if _condition_may_hold(call, reach.when) for op in reach.ops)
+    if not reached:
+        return False
+    table = mps_kernels.load_table(facts.settings.torch_version)
+    return any(finding(table, op) for op in reached)
+
+
+_SURFACE_LASTS = frozenset(name.rsplit(".", 1)[-1] for name in surface.SURFACE)
 
 
 def _condition_may_hold(call: ast.Call, when) -> bool:
