@@ -32,6 +32,22 @@ def test_every_rule_has_a_doc_and_every_doc_a_rule():
     assert documented - implemented == set(), "docs in rules/ for rules that do not exist"
 
 
+def test_the_registry_catalog_names_every_rule_class():
+    # Codes and names are read from registry.CATALOG so that start-up need not import the rules.
+    assert registry.FAMILIES == registry.SHIPPED
+    assert registry.CATALOG == {cls.CODE: cls.NAME for cls in registry.rule_classes()}
+
+
+def test_codes_and_names_need_no_rule_imported():
+    import subprocess
+    import sys
+
+    probe = ("import sys; from mpslint import registry; registry.rule_codes(); registry.name_of('MPS101'); "
+             "registry.codes_by_name(); print(sorted(m for m in sys.modules if m.startswith(('libcst', 'mpslint.checks'))))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 @pytest.mark.parametrize("code", sorted(DOCS))
 def test_doc_front_matter_and_sections(code):
     doc = DOCS[code]
