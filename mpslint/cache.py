@@ -41,13 +41,24 @@ _TAG = (
 
 
 def _code_fingerprint() -> str:
-    """The version plus the (mtime, size) of mpslint's own modules and rule docs.
+    """The version plus the (mtime, size) of mpslint's own modules and rule docs, and of torch's op table.
 
     A release is identified by its version, but an editable install changes
     under the same version: without this, editing a rule would serve stale results.
+    With no ``torch-version`` floor, the op rules read the installed torch's
+    ``native_functions.yaml``: upgrading torch changes their findings too.
     """
+    from mpslint.knowledge.mps_kernels import installed_yaml_path
+
     here = Path(__file__).resolve().parent
     parts = [__version__, str(_FORMAT)]
+    yaml = installed_yaml_path()
+    if yaml is not None:
+        try:
+            st = os.stat(yaml)
+            parts.append(f"torch-ops:{yaml}:{st.st_mtime_ns}:{st.st_size}")
+        except OSError:
+            pass
     for base in (here, here.parent / "rules", here / "_rules"):
         if not base.is_dir():
             continue

@@ -196,6 +196,23 @@ def test_cache_hit_and_invalidation(tmp_path):
     assert not run(other, Mode(), cache_dir=cache_dir)[0].cached
 
 
+def test_another_torch_op_table_is_a_cache_miss(tmp_path, monkeypatch):
+    # With no torch-version floor the op rules read the installed torch's yaml: a torch upgrade changes results.
+    from mpslint.knowledge import mps_kernels
+
+    yaml = tmp_path / "native_functions.yaml"
+    yaml.write_text("- func: old\n")
+    monkeypatch.setattr(mps_kernels, "installed_yaml_path", lambda: yaml)
+    cache_dir = tmp_path / "cache"
+    path = tmp_path / "a.py"
+    path.write_text(CUDA)
+    files = [(str(path), "a.py", Settings())]
+    run(files, Mode(), cache_dir=cache_dir)
+    assert run(files, Mode(), cache_dir=cache_dir)[0].cached
+    yaml.write_text("- func: old\n- func: new\n")
+    assert not run(files, Mode(), cache_dir=cache_dir)[0].cached
+
+
 def _entries(cache_dir: Path):
     return [p for p in cache_dir.rglob("*.json")]
 
