@@ -142,7 +142,12 @@ def check_module(
         dispatcher.run(module)
     except RecursionError:
         dispatcher.failures.setdefault("<traversal>", "RecursionError: the file is nested too deeply")
-    diagnostics = _resolve(ctx, path, dispatcher.failures)
+    try:
+        diagnostics = _resolve(ctx, path, dispatcher.failures)
+    finally:
+        # Analyses keep the context, the context keeps them: without this the file's whole
+        # tree would wait for the cyclic collector instead of going when this returns.
+        ctx.release()
     if apply_noqa and diagnostics and _NOQA.search(text):  # tokenizing the file is not free
         diagnostics = Suppressions.scan(text).filter(diagnostics)
     diagnostics.sort(key=Diagnostic.sort_key)

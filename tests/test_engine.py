@@ -129,3 +129,27 @@ def test_deep_nesting_never_crashes_the_process(depth):
     source = "import torch\nx = " + "f(" * depth + "y.cuda()" + ")" * depth + "\n"
     [diagnostic] = check_text(source, "a.py", Settings()).diagnostics
     assert diagnostic.code == ("MPS101" if depth <= 200 else INVALID_SYNTAX)
+
+
+@pytest.mark.parametrize("fixture", ["training/gan.py", "training/unplaced_batch.py", "cuda/train_cuda.py", "ops/ops_coverage.py"])
+def test_a_checked_file_leaves_no_tree_to_the_cyclic_collector(fixture):
+    # The engine pauses the collector per file; a reference cycle holding a tree (an analysis that keeps
+    # the context, a recursive closure over the index) would then pile up until the next collection.
+    import ast
+    import gc
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "fixtures" / fixture).read_text(encoding="utf-8")
+    check_text(text, fixture, Settings())  # first use fills module-level caches
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        check_text(text, fixture, Settings())
+        gc.collect()
+        kept = [o for o in gc.garbage if isinstance(o, (cst.CSTNode, ast.AST)) or type(o).__module__.startswith("mpslint")]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert not kept, f"{len(kept)} objects in cycles, e.g. {type(kept[0])}"

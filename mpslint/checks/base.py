@@ -127,6 +127,10 @@ class Context:
             self._analyses[factory] = result
         return result
 
+    def release(self) -> None:
+        """Drop the analyses (they refer back to this context): the file is done."""
+        self._analyses.clear()
+
     def adopt_tree(self, tree: "Tree") -> None:
         """The engine's walk: parents for rules, and ``analysis(Tree)`` without a second walk."""
         self.parents = tree.parents

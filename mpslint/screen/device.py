@@ -52,7 +52,8 @@ def device_model(facts: Facts) -> "MayDevice":
 
 class MayDevice:
     def __init__(self, facts: Facts) -> None:
-        self.facts = facts
+        # The index, not the facts: the facts keep this model, and a cycle would keep
+        # the whole tree alive until the cyclic collector finds it (mpslint pauses it per file).
         self.index: Index = facts.index
         self.placed: Set[str] = _placed_names(facts)
         self.nn_objects: Set[str] = _nn_objects(facts)
@@ -182,7 +183,7 @@ class MayDevice:
         return self._bits(binding.value, binding.scope)
 
     def _attribute(self, expr: ast.Attribute, scope: Scope) -> int:  # DeviceFlow._eval_attribute
-        qualified = self.facts.qualify(expr)
+        qualified = self.index.qualify(expr)
         if qualified is not None and qualified.startswith("torch."):
             return NOTHING
         attr = expr.attr
@@ -204,7 +205,7 @@ class MayDevice:
 
     def _call(self, call: ast.Call, scope: Scope) -> int:  # DeviceFlow._eval_call
         func = call.func
-        qualified = self.facts.qualify(func)
+        qualified = self.index.qualify(func)
         if qualified is None and type(func) is ast.Attribute:
             return self._method(call, func, scope)
         name = qualified or dotted_name(func) or ""
@@ -276,7 +277,7 @@ class MayDevice:
         if type(target) is ast.Constant and isinstance(target.value, str) and target.value.split(":", 1)[0] == "cpu":
             return False
         if type(target) is ast.Attribute and target.attr == "device":
-            qualified = self.facts.qualify(target) or ""
+            qualified = self.index.qualify(target) or ""
             return qualified.startswith("torch.") or bool(self._bits(target, scope) & ACCEL)
         return True
 
@@ -290,7 +291,7 @@ class MayDevice:
         return None
 
     def is_dtype(self, node: ast.AST) -> bool:  # DeviceFlow.is_dtype
-        qualified = self.facts.qualify(node) or dotted_name(node) or ""
+        qualified = self.index.qualify(node) or dotted_name(node) or ""
         last = qualified.rsplit(".", 1)[-1]
         if qualified.startswith("torch.") and last in _DTYPE_NAMES:
             return True

@@ -57,6 +57,17 @@ class Index:
     attributes: Dict[str, List[ast.Attribute]] = field(default_factory=dict)  # by attribute name
     imports: Dict[str, str] = field(default_factory=dict)  # local name -> qualified path
 
+    def qualify(self, node: ast.AST) -> Optional[str]:
+        """``analysis.names.ImportTable.qualify`` on the ast: ``th.cuda`` -> ``torch.cuda``."""
+        raw = dotted_name(node)
+        if raw is None:
+            return None
+        root, _, rest = raw.partition(".")
+        target = self.imports.get(root)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
     def scopes_from(self, scope: Scope):
         """``scope`` and every scope around it, innermost first."""
         while scope is not None:
@@ -95,15 +106,7 @@ class Facts:
     # ---------------------------------------------------------------- names
 
     def qualify(self, node: ast.AST) -> Optional[str]:
-        """``analysis.names.ImportTable.qualify`` on the ast: ``th.cuda`` -> ``torch.cuda``."""
-        raw = dotted_name(node)
-        if raw is None:
-            return None
-        root, _, rest = raw.partition(".")
-        target = self.index.imports.get(root)
-        if target is None:
-            return None
-        return f"{target}.{rest}" if rest else target
+        return self.index.qualify(node)
 
     def calls_to(self, qualified: frozenset) -> List[Tuple[ast.Call, Scope]]:
         """Calls (and their scopes) whose callee qualifies to one of ``qualified``, as ``ctx.qualify`` would."""
@@ -194,23 +197,6 @@ def build_index(module: ast.Module) -> Index:
         if isinstance(statement, _FUNCTIONS):
             index.top_level_functions.add(id(statement))
 
-    def bind(scope: Scope, target: ast.AST, binding: Binding) -> None:
-        kind = type(target)
-        if kind is ast.Name:
-            bindings[id(scope)].setdefault(target.id, []).append(binding)
-        elif kind is ast.Tuple or kind is ast.List:
-            part = Binding(binding.how, binding.value, binding.scope, unpacked=True)
-            for element in target.elts:
-                bind(scope, element.value if type(element) is ast.Starred else element, part)
-
-    def bind_parameters(function, scope: Scope, how: str) -> None:
-        args = function.args
-        everything = [*args.posonlyargs, *args.args, *args.kwonlyargs]
-        everything += [a for a in (args.vararg, args.kwarg) if a is not None]
-        names = bindings[id(scope)]
-        for arg in everything:
-            names.setdefault(arg.arg, []).append(Binding(how, function, scope))
-
     stack: List[Tuple[ast.AST, Scope]] = [(module, module)]
     pop, push = stack.pop, stack.append
     AST = ast.AST
@@ -233,7 +219,7 @@ def build_index(module: ast.Module) -> Index:
         elif cls is ast.Assign:
             index.assignments.append(node)
             for target in node.targets:
-                bind(scope, target, Binding("assign", node.value, scope))
+                _bind(bindings, scope, target, Binding("assign", node.value, scope))
         elif cls is ast.Expr:
             if type(node.value) is ast.Call:
                 index.statement_calls.append(node.value)
@@ -241,26 +227,26 @@ def build_index(module: ast.Module) -> Index:
             index.functions.setdefault(node.name, []).append(node)
             index.parent_scope[id(node)] = scope
             bindings[id(node)] = {}
-            bind_parameters(node, node, "param")
+            _bind_parameters(bindings, node, "param")
             inner = node
         elif cls is ast.Lambda:
             index.parent_scope[id(node)] = scope
             bindings[id(node)] = {}
-            bind_parameters(node, node, "lambda-param")
+            _bind_parameters(bindings, node, "lambda-param")
             inner = node
         elif cls is ast.For or cls is ast.AsyncFor:
             index.loops.append(node)
-            bind(scope, node.target, Binding("for", node.iter, scope))
+            _bind(bindings, scope, node.target, Binding("for", node.iter, scope))
         elif cls is ast.While:
             index.loops.append(node)
         elif cls is ast.AugAssign:
             index.augmented.append((node, scope))
-            bind(scope, node.target, Binding("aug", node, scope))
+            _bind(bindings, scope, node.target, Binding("aug", node, scope))
         elif cls is ast.AnnAssign:
             if node.value is not None:
-                bind(scope, node.target, Binding("assign", node.value, scope))
+                _bind(bindings, scope, node.target, Binding("assign", node.value, scope))
         elif cls is ast.NamedExpr:
-            bind(scope, node.target, Binding("assign", node.value, scope))
+            _bind(bindings, scope, node.target, Binding("assign", node.value, scope))
         elif cls is ast.Import or cls is ast.ImportFrom:
             imports.append(((node.lineno, node.col_offset), node))
             continue
@@ -277,6 +263,27 @@ def build_index(module: ast.Module) -> Index:
     for _, node in imports:
         _add_import(index.imports, node)
     return index
+
+
+# Module-level, not nested in build_index: a nested recursive function is a reference
+# cycle, and it would keep the whole tree alive until the cyclic collector runs.
+def _bind(bindings: Dict[int, Dict[str, List[Binding]]], scope: Scope, target: ast.AST, binding: Binding) -> None:
+    kind = type(target)
+    if kind is ast.Name:
+        bindings[id(scope)].setdefault(target.id, []).append(binding)
+    elif kind is ast.Tuple or kind is ast.List:
+        part = Binding(binding.how, binding.value, binding.scope, unpacked=True)
+        for element in target.elts:
+            _bind(bindings, scope, element.value if type(element) is ast.Starred else element, part)
+
+
+def _bind_parameters(bindings: Dict[int, Dict[str, List[Binding]]], function, how: str) -> None:
+    args = function.args
+    everything = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    everything += [a for a in (args.vararg, args.kwarg) if a is not None]
+    names = bindings[id(function)]
+    for arg in everything:
+        names.setdefault(arg.arg, []).append(Binding(how, function, function))
 
 
 def _add_import(table: Dict[str, str], node: ast.AST) -> None:
