@@ -320,13 +320,7 @@ class DeviceFlow:
                 return False
             if isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value in ("to", "cuda", "float", "half", "eval", "train"):
                 return self._is_module_expression(receiver.func.value)
-            last = qualified.rsplit(".", 1)[-1]
-            return (
-                last[:1].isupper()
-                or last == "from_pretrained"
-                or bool(MODULE_LIKE.search(last))
-                or qualified.startswith(("torchvision.models", "timm"))
-            )
+            return builds_module(qualified)
         name = dotted_name(receiver)
         return name is not None and name in self.placed
 
@@ -725,6 +719,17 @@ class DeviceFlow:
         if Kind.HOST_TENSOR in kinds and all(k in (Kind.HOST_TENSOR, Kind.HOST) for k in kinds):
             return Kind.HOST_TENSOR
         return Kind.UNKNOWN
+
+
+def builds_module(callee: str) -> bool:
+    """A call of ``callee`` (qualified where it can be) returns a module: ``Net()``, ``resnet18()``, ``from_pretrained``."""
+    last = callee.rsplit(".", 1)[-1]
+    return (
+        last[:1].isupper()
+        or last == "from_pretrained"
+        or bool(MODULE_LIKE.search(last))
+        or callee.startswith(("torchvision.models", "timm"))
+    )
 
 
 def keyword(call: cst.Call, name: str) -> Optional[cst.CSTNode]:

@@ -37,6 +37,17 @@ def dotted_name(node: cst.CSTNode) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
+def qualify_dotted(raw: Optional[str], bindings: Dict[str, str]) -> Optional[str]:
+    """``th.cuda.x`` -> ``torch.cuda.x`` when ``th`` is bound to ``torch`` by an import, else None."""
+    if raw is None:
+        return None
+    root, _, rest = raw.partition(".")
+    target = bindings.get(root)
+    if target is None:
+        return None
+    return f"{target}.{rest}" if rest else target
+
+
 class ImportTable:
     """Local name → fully qualified module path (or object path)."""
 
@@ -81,14 +92,7 @@ class ImportTable:
 
     def qualify(self, node: cst.CSTNode) -> Optional[str]:
         """The qualified name of a Name/Attribute chain rooted in an import."""
-        raw = dotted_name(node)
-        if raw is None:
-            return None
-        root, _, rest = raw.partition(".")
-        target = self.bindings.get(root)
-        if target is None:
-            return None
-        return f"{target}.{rest}" if rest else target
+        return qualify_dotted(dotted_name(node), self.bindings)
 
     def qualify_call(self, node: cst.CSTNode) -> Optional[str]:
         return self.qualify(node.func) if isinstance(node, cst.Call) else None

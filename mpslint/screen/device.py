@@ -34,6 +34,7 @@ from mpslint.analysis.device_flow import (
     META_ATTRS,
     MODULE_LIKE,
     OBJECT_OWNERS,
+    builds_module,
 )
 from mpslint.screen.facts import Binding, Facts, Index, Scope, argument_values, dotted_name, keyword, positional
 
@@ -353,13 +354,7 @@ def _is_module_expression(facts: Facts, receiver: ast.AST, placed: Set[str]) -> 
             return False
         if type(func) is ast.Attribute and func.attr in ("to", "cuda", "float", "half", "eval", "train"):
             return _is_module_expression(facts, func.value, placed)
-        last = qualified.rsplit(".", 1)[-1]
-        return (
-            last[:1].isupper()
-            or last == "from_pretrained"
-            or bool(MODULE_LIKE.search(last))
-            or qualified.startswith(("torchvision.models", "timm"))
-        )
+        return builds_module(qualified)
     name = dotted_name(receiver)
     return name is not None and name in placed
 

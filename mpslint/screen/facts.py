@@ -18,6 +18,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple, Union
 
+from mpslint.analysis.names import qualify_dotted
+
 Scope = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 LoopNode = Union[ast.For, ast.AsyncFor, ast.While]
@@ -59,14 +61,7 @@ class Index:
 
     def qualify(self, node: ast.AST) -> Optional[str]:
         """``analysis.names.ImportTable.qualify`` on the ast: ``th.cuda`` -> ``torch.cuda``."""
-        raw = dotted_name(node)
-        if raw is None:
-            return None
-        root, _, rest = raw.partition(".")
-        target = self.imports.get(root)
-        if target is None:
-            return None
-        return f"{target}.{rest}" if rest else target
+        return qualify_dotted(dotted_name(node), self.imports)
 
     def scopes_from(self, scope: Scope):
         """``scope`` and every scope around it, innermost first."""
