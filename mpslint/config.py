@@ -6,8 +6,13 @@ overrides lives below ``Settings``.)
 
 from __future__ import annotations
 
+import os
+import re
+import sys
 from dataclasses import dataclass, field, replace
-from typing import FrozenSet, Iterable, Optional, Tuple
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 from mpslint import registry
 
@@ -83,13 +88,6 @@ def parse_torch_version(value: str) -> TorchVersion:
 # ---------------------------------------------------------------------------
 # Loading: [tool.mpslint] in pyproject.toml, or mpslint.toml; CLI overrides.
 # ---------------------------------------------------------------------------
-
-import os
-from functools import lru_cache
-import re
-import sys
-from pathlib import Path
-from typing import Any, Dict, List
 
 CONFIG_FILES = ("mpslint.toml", "pyproject.toml")  # in this order: mpslint.toml wins in one directory
 

@@ -6,20 +6,19 @@ engine only needs ranges for reported nodes and their edit anchors, so this
 runs the same code generation with the same range rules (``PositionProvider``'s
 syntactic ranges) but cheaper bookkeeping, and stops as soon as every wanted
 node has been generated: a file whose findings sit near the top pays for the
-top only. ``tests/test_positions.py`` compares it with ``PositionProvider``.
+top only. ``tests/test_traversal.py`` compares it with ``PositionProvider``.
 """
 
 from __future__ import annotations
 
-import sys
-
 import re
+import sys
 from typing import Dict, Iterable, List, Set, Tuple
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
 
 _DEEP_RECURSION = 10_000
-from libcst._nodes.internal import CodegenState
 
 Point = Tuple[int, int]  # (line, column): 1-based line, 0-based column, like LibCST
 Range = Tuple[Point, Point]
