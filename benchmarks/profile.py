@@ -29,7 +29,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import libcst  # noqa: E402
 
-from mpslint import engine, runner, screen, source  # noqa: E402
+from mpslint import engine, runner, source  # noqa: E402
 from mpslint.analysis import device_flow, loops, tree  # noqa: E402
 from mpslint.config import Settings  # noqa: E402
 from mpslint.screen import facts  # noqa: E402
@@ -69,7 +69,7 @@ def instrument() -> None:
     decode = source.SourceText.decode.__func__
     source.SourceText.decode = classmethod(timed("decode", decode))
     engine.rules_for_text = timed("byte prefilter", engine.rules_for_text, measure_bytes=True)
-    screen.screen_rules = timed("screens (all)", screen.screen_rules, measure_bytes=True)
+    engine.screen_rules = timed("screens (all)", engine.screen_rules, measure_bytes=True)
     facts.parse = timed("screens: Python's ast.parse", facts.parse, measure_bytes=True)
     facts.build_index = timed("screens: index", facts.build_index)
     libcst.parse_module = timed("LibCST parse", libcst.parse_module, measure_bytes=True)

@@ -23,6 +23,7 @@ from mpslint.checks.base import Context, FixSpec, NodeEdit, Report, Rule, RuleCl
 from mpslint.config import Settings
 from mpslint.diagnostic import Diagnostic, Edit, Fix, Location
 from mpslint.positions import node_ranges
+from mpslint.screen import screen_rules
 from mpslint.source import brackets_too_deep, line_starts
 from mpslint.suppressions import Suppressions
 
@@ -104,8 +105,6 @@ def _check_text(text: str, path: str, settings: Settings, prefilter: bool, apply
     if prefilter:
         classes = rules_for_text(text, classes)
         if classes:
-            from mpslint.screen import screen_rules
-
             classes = screen_rules(text, classes, settings)
         if not classes:
             return CheckResult(skipped=True)

@@ -706,11 +706,7 @@ class DeviceFlow:
         return None
 
     def is_dtype(self, node: cst.CSTNode) -> bool:
-        qualified = self._qualified(node) or dotted_name(node) or ""
-        last = qualified.rsplit(".", 1)[-1]
-        if qualified.startswith("torch.") and last in DTYPES:
-            return True
-        return "dtype" in last.lower()
+        return names_a_dtype(self._qualified(node) or dotted_name(node) or "")
 
     def _combine(self, nodes: Iterable[cst.CSTNode]) -> Kind:
         kinds = [self.kind(n) for n in nodes]
@@ -748,6 +744,11 @@ def _string_kind(node: cst.SimpleString) -> Kind:
         value = node.evaluated_value
     except Exception:  # bytes or odd escapes: not a device string
         return Kind.HOST
+    return string_kind(value)
+
+
+def string_kind(value: object) -> Kind:
+    """A literal's kind: ``"cpu"`` a CPU device, ``"cuda:0"``/``"mps"`` an accelerator, anything else a host value."""
     if not isinstance(value, str):
         return Kind.HOST
     device = value.split(":", 1)[0]
@@ -756,6 +757,14 @@ def _string_kind(node: cst.SimpleString) -> Kind:
     if device in ("cuda", "mps", "xpu", "npu", "hpu", "xla", "meta") and value == value.strip():
         return Kind.ACCEL
     return Kind.HOST
+
+
+def names_a_dtype(name: str) -> bool:
+    """``name`` (qualified where it can be) is a dtype: ``torch.float64``, ``self.dtype``, ``compute_dtype``."""
+    last = name.rsplit(".", 1)[-1]
+    if name.startswith("torch.") and last in DTYPES:
+        return True
+    return "dtype" in last.lower()
 
 
 def _moves_to_cpu(call: cst.Call, flow: "DeviceFlow") -> bool:

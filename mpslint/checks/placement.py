@@ -24,7 +24,7 @@ from mpslint.checks.hotloop import DEVICE_EVIDENCE, short
 from mpslint.screen import facts as pyast
 from mpslint.screen.device import device_model
 
-FLOAT64 = frozenset(("float64", "double"))
+FLOAT64_DTYPES = frozenset(("torch.float64", "torch.double"))
 CASTS = frozenset("float half bfloat16 long int short bool byte char type double".split())
 PASSTHROUGH = frozenset(
     "to cuda contiguous view reshape permute transpose unsqueeze squeeze clone detach pin_memory requires_grad_ "
@@ -356,7 +356,6 @@ class Float64ToDevice(Rule):
         """A float64 dtype or a ``torch.from_numpy`` the rule could follow to the device."""
         if facts.calls_to(frozenset({"torch.set_default_dtype", "torch.from_numpy"})):
             return True  # (from_numpy: then moved by a .to()/.cuda() the rule follows by name)
-        float64 = frozenset(("torch.float64", "torch.double"))
         model = device_model(facts)
         for call, scope in facts.index.calls:
             func = call.func
@@ -364,7 +363,7 @@ class Float64ToDevice(Rule):
             qualified = facts.qualify(func)
             if qualified is not None:
                 if qualified.startswith("torch.") and pyast.keyword(call, "device") is not None and dtype is not None:
-                    if facts.qualify(dtype) in float64:
+                    if facts.qualify(dtype) in FLOAT64_DTYPES:
                         return True
                 continue
             if type(func) is not ast.Attribute:
@@ -375,7 +374,7 @@ class Float64ToDevice(Rule):
             elif func.attr in ("to", "type"):
                 if dtype is None:
                     dtype = next((a for a in pyast.positional(call) if model.is_dtype(a)), None)
-                if dtype is not None and facts.qualify(dtype) in float64 and model.may_be_device(call, scope):
+                if dtype is not None and facts.qualify(dtype) in FLOAT64_DTYPES and model.may_be_device(call, scope):
                     return True
         return False
 
@@ -417,7 +416,7 @@ class Float64ToDevice(Rule):
 
     def _is_float64(self, dtype: cst.CSTNode) -> bool:
         qualified = self.ctx.qualify(dtype) or ""
-        return qualified in ("torch.float64", "torch.double")
+        return qualified in FLOAT64_DTYPES
 
     def _dtype_fix(self, dtype: cst.CSTNode) -> Optional[FixSpec]:
         if isinstance(dtype, cst.Attribute):

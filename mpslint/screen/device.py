@@ -34,17 +34,15 @@ from mpslint.analysis.device_flow import (
     META_ATTRS,
     MODULE_LIKE,
     OBJECT_OWNERS,
+    Kind,
     builds_module,
+    names_a_dtype,
+    string_kind,
 )
 from mpslint.screen.facts import Binding, Facts, Index, Scope, argument_values, dotted_name, keyword, positional
 
 DEVICE, MODULE, ACCEL = 1, 2, 4
 NOTHING = 0
-_DEVICE_STRINGS = ("cuda", "mps", "xpu", "npu", "hpu", "xla", "meta")
-_DTYPE_NAMES = frozenset(
-    "float float32 float64 double half float16 bfloat16 int int8 int16 int32 int64 long short uint8 bool "
-    "complex64 complex128 cfloat cdouble".split()
-)
 
 
 def device_model(facts: Facts) -> "MayDevice":
@@ -112,8 +110,8 @@ class MayDevice:
             return self._union(expr.values, scope)
         if cls is ast.IfExp:
             return self._bits(expr.body, scope) | self._bits(expr.orelse, scope)
-        if cls is ast.Constant:
-            return _string_bits(expr.value)
+        if cls is ast.Constant:  # "cuda:0" is a device handle (implicitly joined strings too: a superset)
+            return ACCEL if string_kind(expr.value) is Kind.ACCEL else NOTHING
         if cls in (ast.Tuple, ast.List, ast.Set):
             return self._union([e.value if type(e) is ast.Starred else e for e in expr.elts], scope)
         if cls is ast.Dict:
@@ -275,7 +273,7 @@ class MayDevice:
 
     def _places(self, target: ast.AST, scope: Scope) -> bool:
         """``DeviceFlow._placed_on(target)`` may be a device tensor (not a CPU device, not an unknown ``x.device``)."""
-        if type(target) is ast.Constant and isinstance(target.value, str) and target.value.split(":", 1)[0] == "cpu":
+        if type(target) is ast.Constant and string_kind(target.value) is Kind.CPU:
             return False
         if type(target) is ast.Attribute and target.attr == "device":
             qualified = self.index.qualify(target) or ""
@@ -292,18 +290,7 @@ class MayDevice:
         return None
 
     def is_dtype(self, node: ast.AST) -> bool:  # DeviceFlow.is_dtype
-        qualified = self.index.qualify(node) or dotted_name(node) or ""
-        last = qualified.rsplit(".", 1)[-1]
-        if qualified.startswith("torch.") and last in _DTYPE_NAMES:
-            return True
-        return "dtype" in last.lower()
-
-
-def _string_bits(value) -> int:  # device_flow._string_kind
-    if not isinstance(value, str):
-        return NOTHING
-    device = value.split(":", 1)[0]
-    return ACCEL if device in _DEVICE_STRINGS and value == value.strip() else NOTHING
+        return names_a_dtype(self.index.qualify(node) or dotted_name(node) or "")
 
 
 # ----------------------------------------------------------- collected facts

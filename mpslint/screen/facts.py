@@ -56,7 +56,6 @@ class Index:
     augmented: List[Tuple[ast.AugAssign, Scope]] = field(default_factory=list)
     assignments: List[ast.Assign] = field(default_factory=list)
     statement_calls: List[ast.Call] = field(default_factory=list)  # calls that are a whole statement
-    attributes: Dict[str, List[ast.Attribute]] = field(default_factory=dict)  # by attribute name
     imports: Dict[str, str] = field(default_factory=dict)  # local name -> qualified path
 
     def qualify(self, node: ast.AST) -> Optional[str]:
@@ -119,11 +118,13 @@ class Facts:
         """Whether a name or attribute chain of the file qualifies to one of ``qualified``."""
         if any(target in qualified for target in self.index.imports.values()):
             return True  # `from torch import float64`: bound, so possibly used
-        for name in {q.rsplit(".", 1)[-1] for q in qualified}:
-            for node in self.index.attributes.get(name, ()):
-                if self.qualify(node) in qualified:
-                    return True
-        return False
+        lasts = {q.rsplit(".", 1)[-1] for q in qualified}
+        if not any(last in self.text for last in lasts):
+            return False  # the usual answer, without walking the tree again
+        return any(
+            type(node) is ast.Attribute and node.attr in lasts and self.qualify(node) in qualified
+            for node in ast.walk(self.index.module)
+        )
 
 
 def parse(text: str) -> ast.Module:
@@ -207,8 +208,6 @@ def build_index(module: ast.Module) -> Index:
                 index.calls_by_name.setdefault(func.id, []).append((node, scope))
             elif func_cls is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
                 index.calls_by_name.setdefault(func.attr, []).append((node, scope))
-        elif cls is ast.Attribute:
-            index.attributes.setdefault(node.attr, []).append(node)
         elif cls is ast.BinOp:
             index.binary.append((node, scope))
         elif cls is ast.Assign:
