@@ -70,7 +70,8 @@ def test_config_is_resolved_once_per_directory(tmp_path, rules, monkeypatch):
     write(tmp_path / "pyproject.toml", "[tool.mpslint]\n")
     calls = []
     real = config_module.read_toml
-    monkeypatch.setattr(config_module, "read_toml", lambda p: calls.append(p) or real(p))
+    for module in (config_module.resolver, config_module.torch_floor):
+        monkeypatch.setattr(module, "read_toml", lambda p: calls.append(p) or real(p))
     resolver = ConfigResolver(cwd=tmp_path)
     for name in ("a.py", "b.py", "x/c.py", "x/d.py", "x/y/e.py"):
         resolver.for_path(tmp_path / name)
@@ -237,4 +238,4 @@ def test_torch_version_inferred_without_any_mpslint_config(tmp_path, rules):
     ],
 )
 def test_glob_semantics(pattern, path, hit):
-    assert config_module._glob_match(pattern, path) is hit
+    assert config_module.glob_match(pattern, path) is hit
