@@ -1,7 +1,7 @@
 """Which rules exist: the code -> rule class table.
 
 Rule classes live in ``mpslint/checks/<family>.py``; each family module lists
-its rules in ``RULES``. Engine-owned codes (MPS000, MPS900) have no class.
+its rules in ``RULES``. Engine-owned codes (MPS000, MPS001, MPS900) have no class.
 
 Codes and names come from ``CATALOG`` without importing a rule: a run
 served from the cache, or one that only prints a rule, needs neither the
@@ -59,6 +59,7 @@ CATALOG: Dict[str, str] = {
 # Codes the engine itself emits.
 ENGINE_CODES: Dict[str, str] = {
     "MPS000": "invalid-syntax",
+    "MPS001": "io-error",
     "MPS900": "internal-error",
 }
 

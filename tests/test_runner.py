@@ -13,6 +13,7 @@ import pytest
 from mpslint import runner
 from mpslint.cache import diagnostic_from_json, diagnostic_to_json
 from mpslint.config import Settings
+from mpslint.diagnostic import Location
 from mpslint.runner import Mode, process_file, run, write_atomic
 
 from clitools import fake_rules  # noqa: F401  (fixture)
@@ -116,13 +117,20 @@ def test_diff_mode_writes_nothing(tmp_path):
     assert "+y = x.to(DEVICE)\n" in result.diff
 
 
-def test_unreadable_and_undecodable_files_are_errors(tmp_path):
+def test_unreadable_and_undecodable_files_are_mps001_findings(tmp_path):
     missing = process_file(str(tmp_path / "gone.py"), "gone.py", Settings(), Mode())
-    assert missing.error == "cannot read: No such file or directory"
+    assert missing.error is None
+    assert [(d.code, d.filename, d.location, d.message) for d in missing.diagnostics] == [
+        ("MPS001", "gone.py", Location(1, 1), "cannot read: No such file or directory")
+    ]
     bad = tmp_path / "bad.py"
     bad.write_bytes(b"# coding: utf-8\nx = '\xff'\n")
-    result = process_file(str(bad), "bad.py", Settings(), Mode())
-    assert result.error.startswith("cannot decode") and result.diagnostics == []
+    for mode in (Mode(), Mode(fix=True), Mode(diff=True)):
+        result = process_file(str(bad), "bad.py", Settings(), mode)
+        assert result.error is None and result.diff is None and not result.fixed
+        assert [d.code for d in result.diagnostics] == ["MPS001"]
+        assert result.diagnostics[0].message.startswith("cannot decode")
+    assert bad.read_bytes() == b"# coding: utf-8\nx = '\xff'\n"
 
 
 # --- the pool --------------------------------------------------------------------------------

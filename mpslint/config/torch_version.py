@@ -42,19 +42,22 @@ def newest_known_torch() -> TorchVersion:
     return latest_bundled_version()
 
 
-def check_torch_floor(version: TorchVersion) -> Optional[str]:
-    """Reject a floor older than MPS itself; return a warning for one newer than mpslint knows, else None."""
+def check_torch_floor(version: TorchVersion, name: str = "torch-version") -> Optional[str]:
+    """Reject a floor older than MPS itself; return a warning for one newer than mpslint knows, else None.
+
+    ``name`` is how the messages name the setting (``--torch-version`` on the command line).
+    """
     shown = f"{version[0]}.{version[1]}"
     if version < FIRST_MPS_TORCH:
         raise ConfigError(
-            f"torch-version {shown} is older than torch 1.12, the first release with the mps device; "
+            f"{name} {shown} is older than torch 1.12, the first release with the mps device; "
             "set the oldest torch your code supports on MPS (1.12 or newer)"
         )
     newest = newest_known_torch()
     if version > newest:
         known = f"{newest[0]}.{newest[1]}"
         return (
-            f"torch-version {shown} is newer than the newest torch mpslint knows ({known}): "
+            f"{name} {shown} is newer than the newest torch mpslint knows ({known}): "
             f"op coverage follows torch {known} unless torch {shown} is installed"
         )
     return None
