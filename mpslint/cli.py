@@ -1,7 +1,9 @@
 """The command line: ``mpslint [PATHS]`` (= ``mpslint check``), ``mpslint rule``, ``mpslint verify``.
 
-Exit codes: 0 clean (or everything fixed), 1 findings remain (or ``--diff``
-would change something), 2 usage, configuration or internal error.
+Exit codes, as Ruff's: 0 clean (or everything fixed), 1 findings remain (or
+``--diff`` would change something), 2 usage, configuration or internal error.
+A path that cannot be read or decoded is a finding (MPS001, Ruff's E902), so
+every report format shows it; ``--strict`` makes it, and MPS900, exit 2.
 
 Imports stay inside the functions that need them: ``mpslint one_file.py`` in
 pre-commit should cost little more than importing LibCST.
@@ -130,7 +132,7 @@ def _split(values: Sequence[str]) -> Tuple[str, ...]:
 @click.option("--stdin-filename", metavar="PATH", help="The path of the code read from stdin (for config and messages).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: one per CPU).")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
-@click.option("--strict", is_flag=True, help="Exit 2 when a rule crashed (MPS900).")
+@click.option("--strict", is_flag=True, help="Exit 2 when a rule crashed (MPS900) or a path could not be read (MPS001).")
 @click.option("-v", "--verbose", is_flag=True, help="Print the traceback of internal errors (MPS900).")
 @click.version_option(__version__, "--version", prog_name="mpslint", message="%(prog)s %(version)s")
 def check(paths: Tuple[str, ...], **flags) -> None:

@@ -621,3 +621,49 @@ def test_checking_one_file_stays_light(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+# --- help, torch-version, config outside the project ------------------------------------------
+
+
+def test_help_shows_each_command_description_whole(monkeypatch):
+    monkeypatch.setitem(cli.LAZY_COMMANDS, "verify", ("mpslint.verify.no_such_module", "verify", "Run the verifier."))
+    commands = run("--help").stdout.split("Commands:\n", 1)[1]
+    assert "..." not in commands
+    rows = {line.split()[0]: " ".join(line.split()[1:]) for line in commands.splitlines() if line.startswith("  ") and line.split()}
+    assert rows["check"] == "Check PATHS (default: the current directory); `-` reads stdin."
+    assert rows["rule"] == "Explain a rule: `mpslint rule MPS101` or `mpslint rule cuda-method`."
+
+
+def test_torch_version_flag_newer_than_known_warns(project):
+    from mpslint.knowledge.mps_kernels import latest_bundled_version
+
+    major, minor = latest_bundled_version()
+    write(project / "a.py", "compile_me()\n")
+    result = run("--torch-version", f"{major}.{minor + 1}", "a.py")
+    assert result.exit_code == 1
+    assert f"a.py:1:1: MPS994 torch-version floor is {major}.{minor + 1}" in result.stdout
+    assert result.stderr == f"warning: --torch-version {major}.{minor + 1} is newer than the newest torch mpslint knows ({major}.{minor}): op coverage follows torch {major}.{minor} unless torch {major}.{minor + 1} is installed\n"
+    assert run("-q", "--torch-version", f"{major}.{minor + 1}", "a.py").stderr == ""
+
+
+def test_unquoted_torch_version_in_config_is_an_error_with_a_hint(project):
+    write(project / "pyproject.toml", "[tool.mpslint]\ntorch-version = 2.10\n")
+    write(project / "a.py", "compile_me()\n")
+    result = run("a.py")
+    assert result.exit_code == 2
+    assert 'quote it, as in torch-version = "2.10"' in result.stderr
+    assert result.stdout == ""
+
+
+def test_a_file_outside_the_project_is_checked_the_same_from_anywhere(tmp_path, monkeypatch, fake_rules):
+    # The torch floor used to come from the current directory's requirements while its [tool.mpslint] was ignored.
+    here = tmp_path / "here"
+    write(here / "pyproject.toml", "[project]\nname = 'h'\n[project.optional-dependencies]\ngpu = ['torch>=2.0']\n[tool.mpslint]\nignore = ['MPS994']\n")
+    target = write(tmp_path / "elsewhere" / "train.py", "compile_me()\n")
+    outputs = []
+    for cwd in (here, target.parent):
+        monkeypatch.chdir(cwd)
+        outputs.append(run("--no-cache", "--output-format", "json", str(target)).stdout)
+    assert outputs[0] == outputs[1]
+    assert [d["message"] for d in json.loads(outputs[0])] == ["torch-version floor is unset"]

@@ -204,6 +204,54 @@ def test_cache_hit_and_invalidation(tmp_path):
     assert not run(other, Mode(), cache_dir=cache_dir)[0].cached
 
 
+class _Counting:
+    """Counts what the runner does to the files and the cache during one run."""
+
+    def __init__(self, monkeypatch):
+        from mpslint import cache as cache_module
+
+        self.reads, self.keys, self.gets = [], [], []
+        real_read, real_key, real_get = runner.read_file, cache_module.Cache.key, cache_module.Cache.get
+        monkeypatch.setattr(runner, "read_file", lambda path: self.reads.append(path) or real_read(path))
+        monkeypatch.setattr(cache_module.Cache, "key", lambda c, data, *a: self.keys.append(data) or real_key(c, data, *a))
+        monkeypatch.setattr(cache_module.Cache, "get", lambda c, key: self.gets.append(key) or real_get(c, key))
+
+
+def test_a_cold_run_reads_hashes_and_looks_up_each_file_once(tmp_path, monkeypatch):
+    files = _many(tmp_path, 5)
+    counting = _Counting(monkeypatch)
+    results = run(files, Mode(), cache_dir=tmp_path / "cache", jobs=1)
+    assert not any(r.cached for r in results)
+    assert len(counting.reads) == len(counting.keys) == len(counting.gets) == 5
+    assert all(r.cached for r in run(files, Mode(), cache_dir=tmp_path / "cache", jobs=1))  # and the misses were stored
+
+
+def test_a_worker_does_not_look_up_a_miss_again(tmp_path, monkeypatch):
+    # What a pool worker gets: a task carrying the key the parent missed; it re-reads the file itself.
+    from mpslint.cache import Cache
+
+    (path, display, settings), = _many(tmp_path, 1)
+    cache_dir = tmp_path / "cache"
+    key = Cache(cache_dir).key(Path(path).read_bytes(), display, settings)
+    state = runner._State([settings], Mode(), cache_dir)
+    counting = _Counting(monkeypatch)
+    result = state.process(runner.Task(path, display, 0, missed=key))
+    assert not result.cached and counting.gets == []
+    assert Cache(cache_dir).get(key) is not None  # stored under the key the parent computed
+
+
+def test_a_file_changed_since_the_parent_looked_is_looked_up_again(tmp_path, monkeypatch):
+    from mpslint.cache import Cache
+
+    (path, display, settings), = _many(tmp_path, 1)
+    cache_dir = tmp_path / "cache"
+    stale = Cache(cache_dir).key(b"what the file held before", display, settings)
+    counting = _Counting(monkeypatch)
+    runner._State([settings], Mode(), cache_dir).process(runner.Task(path, display, 0, missed=stale))
+    assert len(counting.gets) == 1 and counting.gets[0] != stale
+    assert Cache(cache_dir).get(stale) is None  # nothing stored under a key the content no longer has
+
+
 def test_another_torch_op_table_is_a_cache_miss(tmp_path, monkeypatch):
     # With no torch-version floor the op rules read the installed torch's yaml: a torch upgrade changes results.
     from mpslint.knowledge import mps_kernels
