@@ -330,7 +330,7 @@ def installed_torch_version() -> Optional[Version]:
 
 
 def _installed_torch_version_text() -> Optional[str]:
-    import importlib.metadata  # ~0.1 s to import: only when the installed torch is consulted
+    import importlib.metadata  # slow to import: only when the installed torch is consulted
 
     try:
         return importlib.metadata.version("torch")
