@@ -8,12 +8,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from mpslint import __version__, cli
 from mpslint.cli import main
 
-from clitools import fake_rules, project, run  # noqa: F401  (fixtures)
+from clitools import cli_runner, fake_rules, project, run  # noqa: F401  (fixtures)
 
 CUDA = "import torch\n\nx = torch.zeros(1)\ny = x.cuda()\n"
 CLEAN = "import torch\n\nx = torch.zeros(1)\n"
@@ -525,13 +524,13 @@ def test_rule_errors_exit_2(args):
 
 def test_stdin_fix_keeps_the_input_encoding(project):
     source = "# -*- coding: latin-1 -*-\n# café\n" + CUDA
-    result = CliRunner().invoke(main, ["--fix", "-"], input=source.encode("latin-1"))
+    result = cli_runner().invoke(main, ["--fix", "-"], input=source.encode("latin-1"))
     assert result.stdout_bytes == ("# -*- coding: latin-1 -*-\n# café\n" + CUDA.replace("x.cuda()", "x.to(DEVICE)")).encode("latin-1")
 
 
 def test_stdin_fix_passes_undecodable_input_through(project):
     data = b"x = '\xff'.cuda()\n"
-    result = CliRunner().invoke(main, ["--fix", "-"], input=data)
+    result = cli_runner().invoke(main, ["--fix", "-"], input=data)
     assert result.exit_code == 1
     assert result.stdout_bytes == data
     assert "-:1:1: MPS001 cannot decode" in result.stderr
