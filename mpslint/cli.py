@@ -131,7 +131,7 @@ def _split(values: Sequence[str]) -> Tuple[str, ...]:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=str), help="Use this config file for all files.")
 @click.option("--stdin-filename", metavar="PATH", help="The path of the code read from stdin (for config and messages).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: one per CPU).")
-@click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only: no summary, no warnings about the configuration or an empty run.")
 @click.option("--strict", is_flag=True, help="Exit 2 when a rule crashed (MPS900) or a path could not be read (MPS001).")
 @click.option("-v", "--verbose", is_flag=True, help="Print the traceback of internal errors (MPS900).")
 @click.version_option(__version__, "--version", prog_name="mpslint", message="%(prog)s %(version)s")

@@ -5,13 +5,14 @@ As in Ruff, the nearest ``mpslint.toml``, or ``pyproject.toml`` with a
 and config files are never merged
 (https://docs.astral.sh/ruff/configuration/#config-file-discovery).
 
-A file with no config file above it is checked with the defaults, and where
-those come from never depends on the current directory's project: the torch
-floor is inferred from the file's own project, the nearest directory above it
-that holds a ``pyproject.toml``, a ``requirements*.txt`` or a ``.git``.
-A file in no project at all infers no floor; its relative globs (from
-``--exclude``) resolve from the current directory, as Ruff resolves them
-for its default configuration.
+A file with no config file above it is checked with the defaults. Ruff would
+use the current directory's config there; mpslint's defaults never depend on
+the current directory's project, so a file checks the same from anywhere: the
+torch floor is inferred from the file's own project, the nearest directory
+above it that holds a ``pyproject.toml``, a ``requirements*.txt`` or a
+``.git``. A file in no project at all infers no floor; its relative globs
+(from ``--exclude``) resolve from the current directory, as Ruff resolves
+them for its default configuration.
 
 Everything is resolved once per directory, not per file.
 """
