@@ -4,7 +4,7 @@ A page's front matter says the code, the name and the summary once; its
 ``check:`` key names the class that implements the rule (``module:Class``
 under ``mpslint.checks``), and the registry gives that class its ``CODE`` and
 ``NAME`` when it loads it. Pages without ``check:`` are the engine's own codes
-(MPS000, MPS900). Adding a rule is its module and its page.
+(MPS000, MPS001, MPS900). Adding a rule is its module and its page.
 
 Codes and names are read from the pages without importing a rule: a run
 served from the cache, or one that only prints a rule, needs neither the
