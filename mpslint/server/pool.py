@@ -26,7 +26,7 @@ import sys
 import time
 import pickle
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
 from mpslint.server import worker as worker_module
 
@@ -54,13 +54,15 @@ class Worker:
         self.process = process
 
     @classmethod
-    async def start(cls, command: List[str]) -> "Worker":
+    async def start(cls, command: List[str], spawned: Callable[[asyncio.subprocess.Process], None]) -> "Worker":
+        """Start a worker and wait until it is ready; ``spawned`` learns of the process as soon as it exists."""
         try:
             process = await asyncio.create_subprocess_exec(
                 *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
             )
         except OSError as exc:
             raise WorkerStartError(f"cannot start {command[0]}: {exc}") from None
+        spawned(process)
         worker = cls(process)
         try:
             ready = await worker._receive()
@@ -145,6 +147,7 @@ class Pool:
         self._waiters: Deque["asyncio.Future[None]"] = collections.deque()
         self._in_process: Optional[ThreadPoolExecutor] = None
         self._closed = False
+        self._processes: Set[asyncio.subprocess.Process] = set()  # every worker process not yet reaped
 
     # -- public --------------------------------------------------------------------------
 
@@ -152,7 +155,7 @@ class Pool:
         """Start the resident workers now, so the first check does not wait for their imports."""
         missing = self.size - len(self._idle) - len(self._starting)
         for _ in range(max(0, missing)):
-            self._starting.append(asyncio.ensure_future(Worker.start(self.command)))
+            self._starting.append(asyncio.ensure_future(Worker.start(self.command, self._spawned)))
 
     async def run(self, kind: str, *args: Any) -> Any:
         """Run one job; cancelling the awaiting task cancels the job (ending its worker if it runs)."""
@@ -185,14 +188,34 @@ class Pool:
         self._starting.clear()
         for worker in list(self._idle) + list(self._running):
             worker.kill()
+        for process in self._processes:
+            if process.returncode is None:
+                try:
+                    process.kill()
+                except ProcessLookupError:
+                    pass
         self._idle.clear()
         if self._in_process is not None:
             self._in_process.shutdown(wait=False)
+
+    async def aclose(self) -> None:
+        """``close``, then wait until the worker processes are gone (their pipes close with them)."""
+        self.close()
+        for process in list(self._processes):
+            try:
+                await asyncio.wait_for(process.wait(), 10)
+            except asyncio.TimeoutError:
+                logger.warning("mpslint: worker process %s did not exit", process.pid)
+        self._processes.clear()
 
     @property
     def workers(self) -> int:
         """Worker processes alive now (idle or busy)."""
         return len([w for w in self._idle if w.alive]) + len(self._running)
+
+    def _spawned(self, process: asyncio.subprocess.Process) -> None:
+        self._processes = {p for p in self._processes if p.returncode is None}
+        self._processes.add(process)
 
     # -- slots -----------------------------------------------------------------------------
 
@@ -247,7 +270,7 @@ class Pool:
                 raise
             except WorkerStartError as exc:
                 logger.warning("mpslint: a worker did not start: %s", exc)
-        return await Worker.start(self.command)
+        return await Worker.start(self.command, self._spawned)
 
     async def _run_on(self, worker: Worker, kind: str, args: tuple) -> Any:
         loop = asyncio.get_running_loop()

@@ -406,9 +406,9 @@ def build(*, workers: Optional[int] = None, debounce: float = 0.25) -> MpslintSe
         return await server.hover(params)
 
     @server.feature(lsp.SHUTDOWN)
-    def shutdown(params: Any) -> None:
+    async def shutdown(params: Any) -> None:
         server.scheduler.close()
-        server.pool.close()
+        await server.pool.aclose()
 
     return server
 
