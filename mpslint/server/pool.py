@@ -131,7 +131,7 @@ class Pool:
         size: int,
         *,
         extra: int = 2,
-        slow_after: float = 2.0,
+        slow_after: float = 1.0,
         time_limit: float = 120.0,
         command: Optional[List[str]] = None,
     ) -> None:
@@ -152,8 +152,12 @@ class Pool:
     # -- public --------------------------------------------------------------------------
 
     def warm(self) -> None:
-        """Start the resident workers now, so the first check does not wait for their imports."""
-        missing = self.size - len(self._idle) - len(self._starting)
+        """Start resident workers until there are ``size``, so no check waits for a worker's imports."""
+        if self._closed or self._in_process is not None:
+            return
+        self._idle = [w for w in self._idle if w.alive]
+        self._starting = [t for t in self._starting if not t.done() or (not t.cancelled() and t.exception() is None)]
+        missing = self.size - len(self._idle) - len(self._starting) - len(self._running)
         for _ in range(max(0, missing)):
             self._starting.append(asyncio.ensure_future(Worker.start(self.command, self._spawned)))
 
@@ -294,6 +298,7 @@ class Pool:
                 self._idle.append(worker)
             else:
                 worker.kill()
+                self.warm()  # a replacement starts now, not when the next job needs it
 
     async def _run_in_process(self, kind: str, args: tuple) -> Any:
         loop = asyncio.get_running_loop()
