@@ -424,3 +424,26 @@ def test_worker_frames_round_trip(tmp_path):
         assert read_frame(stream) is None
 
 
+
+
+def test_plain_commands_import_neither_the_server_nor_pygls(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "a.py").write_text(SMALL)
+    code = textwrap.dedent(
+        """\
+        import sys
+        from mpslint.cli import main
+        for argv in (["--help"], ["--no-cache", "a.py"], ["server", "--help"]):
+            try:
+                main(argv)
+            except SystemExit:
+                pass
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("pygls", "lsprotocol", "cattrs")
+                     or (m.startswith("mpslint.server.") and m != "mpslint.server.command")), file=sys.stderr)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert "server" in done.stdout  # listed in --help
+    assert done.stderr.strip().splitlines()[-1] == "[]"

@@ -10,6 +10,7 @@ does not need.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 from dataclasses import dataclass
@@ -85,7 +86,8 @@ class Protocol(LanguageServerProtocol):
 class MpslintServer(LanguageServer):
     def __init__(self, *, workers: Optional[int] = None, debounce: float = 0.25) -> None:
         super().__init__("mpslint", __version__, protocol_cls=Protocol)
-        self.targets: Dict[str, TextTarget] = {}
+        self.targets: Dict[str, TextTarget] = {}  # by target key
+        self.owners: Dict[str, str] = {}  # document URI -> the key of the target it belongs to
         self.projects = Projects()
         self.pool = Pool(workers or default_workers())
         self.scheduler = Scheduler(self._check, self._publish, debounce=debounce)
@@ -130,11 +132,17 @@ class MpslintServer(LanguageServer):
             return
         target = TextTarget(Document(item.uri, item.language_id, item.version, Snapshot.of(item.text)))
         self.targets[target.key] = target
+        for uri in target.uris:
+            self.owners[uri] = target.key
         self.scheduler.track(target.key, lambda: self._make(target), lambda: (target.version, self.epoch))
         self.scheduler.request(target.key, delay=0)
 
+    def target_of(self, uri: str) -> Optional[TextTarget]:
+        key = self.owners.get(uri)
+        return self.targets.get(key) if key is not None else None
+
     def change(self, params: lsp.DidChangeTextDocumentParams) -> None:
-        target = self.targets.get(params.text_document.uri)
+        target = self.target_of(params.text_document.uri)
         if target is None:
             return
         target.document.apply(list(params.content_changes), params.text_document.version, self.encoding)
@@ -145,7 +153,7 @@ class MpslintServer(LanguageServer):
         if path is not None and is_config_file(path.name):
             self.settings_changed()
             return
-        target = self.targets.get(uri)
+        target = self.target_of(uri)
         if target is None:
             return
         if self.projects.changed_since_last_look(target.path):
@@ -154,9 +162,12 @@ class MpslintServer(LanguageServer):
             self.scheduler.request(target.key, delay=0)
 
     def close(self, uri: str) -> None:
-        target = self.targets.pop(uri, None)
+        target = self.target_of(uri)
         if target is None:
             return
+        del self.targets[target.key]
+        for document_uri in target.uris:
+            self.owners.pop(document_uri, None)
         self.scheduler.forget(target.key)
         for document_uri in target.uris:
             self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=document_uri, diagnostics=[]))
@@ -226,7 +237,7 @@ class MpslintServer(LanguageServer):
 
     async def current(self, uri: str) -> Tuple[Optional[TextTarget], Optional[Checked]]:
         """The target of ``uri`` and its findings for the text the client has now."""
-        target = self.targets.get(uri)
+        target = self.target_of(uri)
         if target is None:
             return None, None
         checked = await self.scheduler.result_for(target.key)
@@ -286,8 +297,8 @@ class MpslintServer(LanguageServer):
         formats = self.capability("text_document.hover.content_format") or []
         markdown = lsp.MarkupKind.Markdown in formats
         text = hover_text(here, markdown=markdown) if here else None
-        row = params.position.line
-        if text is None and row < len(checked.snapshot.starts):  # on a code in a `# noqa:` comment?
+        if text is None:  # on a code in a `# noqa:` comment?
+            row = bisect.bisect_right(checked.snapshot.starts, offset) - 1
             code = code_at(checked.snapshot.line(row), offset - checked.snapshot.starts[row])
             text = rule_text(code, markdown=markdown) if code else None
         if text is None:
