@@ -94,7 +94,10 @@ class MpslintServer(LanguageServer):
         self.epoch = 0  # bumped whenever settings may have changed: results of an older epoch are stale
         self.init_options: Any = None
         self.client = client_settings.ClientSettings()
+        self.watching = False  # the client reports config file changes (workspace/didChangeWatchedFiles)
         self._shown: Set[str] = set()
+        # Fix-all results by target: computed once per text, settings and safety, however often asked.
+        self._fixed: Dict[str, Tuple[Any, Tuple[str, Optional[str]]]] = {}
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -119,10 +122,10 @@ class MpslintServer(LanguageServer):
 
     def show_once(self, kind: lsp.MessageType, message: str) -> None:
         """Tell the user, once per settings epoch: a config problem is not news on every keystroke."""
-        self.window_log_message(lsp.LogMessageParams(type=kind, message=f"mpslint: {message}"))
         if message in self._shown:
             return
         self._shown.add(message)
+        self.window_log_message(lsp.LogMessageParams(type=kind, message=f"mpslint: {message}"))
         self.window_show_message(lsp.ShowMessageParams(type=kind, message=f"mpslint: {message}"))
 
     # -- documents -----------------------------------------------------------------------------
@@ -151,7 +154,8 @@ class MpslintServer(LanguageServer):
     def save(self, uri: str) -> None:
         path = path_of(uri)
         if path is not None and is_config_file(path.name):
-            self.settings_changed()
+            if not self.watching:  # else the file watcher reports it too
+                self.settings_changed()
             return
         target = self.target_of(uri)
         if target is None:
@@ -166,6 +170,7 @@ class MpslintServer(LanguageServer):
         if target is None:
             return
         del self.targets[target.key]
+        self._fixed.pop(target.key, None)
         for document_uri in target.uris:
             self.owners.pop(document_uri, None)
         self.scheduler.forget(target.key)
@@ -276,13 +281,19 @@ class MpslintServer(LanguageServer):
         target, checked = await self.current(uri)
         if target is None or checked is None or checked.version != version or checked.settings is None:
             return action  # the text changed since the action was offered: nothing to apply
-        try:
-            fixed, _, error = await self.pool.run(
-                "fix", checked.snapshot.text, checked.path, checked.settings, unsafe, checked.snapshot.newline
-            )
-        except JobFailed as exc:
-            self.show_once(lsp.MessageType.Error, f"fixing {checked.path} failed: {exc}")
-            return action
+        stamp = (checked.version, self.epoch, unsafe)
+        cached = self._fixed.get(target.key)
+        if cached is not None and cached[0] == stamp:
+            fixed, error = cached[1]
+        else:
+            try:
+                fixed, _, error = await self.pool.run(
+                    "fix", checked.snapshot.text, checked.path, checked.settings, unsafe, checked.snapshot.newline
+                )
+            except JobFailed as exc:
+                self.show_once(lsp.MessageType.Error, f"fixing {checked.path} failed: {exc}")
+                return action
+            self._fixed[target.key] = (stamp, (fixed, error))
         if error:
             self.show_once(lsp.MessageType.Warning, f"{checked.path}: {error}")
         action.edit = self.builder(target, checked, unsafe).fix_all_edit(fixed)
@@ -364,6 +375,8 @@ def build(*, workers: Optional[int] = None, debounce: float = 0.25) -> MpslintSe
                 await server.client_register_capability_async(lsp.RegistrationParams(registrations=registrations))
             except Exception as exc:  # the client refused: config changes are still seen at the next check
                 logger.warning("mpslint: client/registerCapability failed: %s", exc)
+            else:
+                server.watching = any(r.method == lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES for r in registrations)
         await server.pull_settings()
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
