@@ -62,6 +62,9 @@ CAPABILITIES = lsp.ClientCapabilities(
     ),
 )
 
+# The server as an editor starts it, with its default number of workers.
+DEFAULT_COMMAND = [sys.executable, "-m", "mpslint", "server"]
+
 # An editor that supports none of the optional features (the plainest client).
 PLAIN_CAPABILITIES = lsp.ClientCapabilities()
 
@@ -82,7 +85,8 @@ class Session:
         self.init_options = init_options
         self.settings = settings  # what the client answers to workspace/configuration for "mpslint"
         self.capabilities = capabilities
-        self.command = command or [sys.executable, "-m", "mpslint", "server"]
+        # One worker keeps each test's server cheap to start; tests of the pool itself choose their own.
+        self.command = command or [sys.executable, "-m", "mpslint", "server", "--workers", "1"]
         self.client = LanguageClient("mpslint-tests", "1")
         self.published: Dict[str, List[lsp.PublishDiagnosticsParams]] = {}
         self.messages: List[lsp.ShowMessageParams] = []

@@ -8,6 +8,7 @@ extra; running it there explains what to install.
 from __future__ import annotations
 
 import sys
+from typing import Optional
 
 import click
 
@@ -18,7 +19,12 @@ import click
     "rule docs on hover. Needs `pip install \"mpslint[server]\"`.",
 )
 @click.option("--stdio", is_flag=True, help="Talk over stdin/stdout (the default and only transport).")
-def server(stdio: bool) -> None:
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Worker processes kept ready to check files (default: the CPUs, up to two, plus one).",
+)
+def server(stdio: bool, workers: Optional[int]) -> None:
     try:
         import pygls  # noqa: F401
     except ImportError as exc:
@@ -27,4 +33,4 @@ def server(stdio: bool) -> None:
         sys.exit(2)
     from mpslint.server.server import serve
 
-    serve()
+    serve(workers=workers)

@@ -442,5 +442,5 @@ def build(*, workers: Optional[int] = None, debounce: float = 0.25) -> MpslintSe
     return server
 
 
-def serve() -> None:
-    build().start_io()
+def serve(*, workers: Optional[int] = None) -> None:
+    build(workers=workers).start_io()
