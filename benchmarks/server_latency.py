@@ -125,7 +125,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             cli = [cli_seconds(path, root) for _ in range(args.repeat)]
             server = asyncio.run(server_figures(path, root, args.repeat, args.busy_lines))
         med = {k: statistics.median(v) for k, v in server.items()}
-        lines = path.read_text(encoding="utf-8", errors="replace").count("\n") if path.exists() else source.read_text().count("\n")
+        lines = source.read_text(encoding="utf-8", errors="replace").count("\n")
         print(
             f"{source.name:<28} {lines:>6} {statistics.median(cli):>6.2f} {med['open']:>6.2f} {med['change']:>7.2f} "
             f"{med['change, busy']:>13.2f} {med['first']:>6.2f}   {med['change'] / statistics.median(cli):.2f}x"

@@ -309,7 +309,8 @@ async def test_fix_all_is_what_mpslint_fix_writes(tmp_path):
     cli_copy = tmp_path / "cli" / "train_cuda.py"
     cli_copy.parent.mkdir()
     cli_copy.write_bytes(path.read_bytes())
-    done = subprocess.run([sys.executable, "-m", "mpslint", "--fix", "--no-cache", str(cli_copy)], cwd=tmp_path, capture_output=True)
+    command = [sys.executable, "-m", "mpslint", "--fix", "--no-cache", str(cli_copy)]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True)
     assert done.returncode == 0, done.stderr
     async with Session(tmp_path) as session:
         uri = session.open(path, path.read_bytes().decode())
@@ -455,7 +456,11 @@ async def test_workspace_settings_act_as_command_line_flags(tmp_path):
     async with Session(tmp_path, settings={"ignore": ["MPS4"]}) as session:
         uri = session.open(tmp_path / "a.py", FORK)
         await session.wait_until(lambda: session.configuration_requests, "workspace/configuration request")
-        await session.wait_until(lambda: session.published.get(uri) and not any(d.code == "MPS402" for d in session.published[uri][-1].diagnostics), "settings applied")
+        def applied():
+            published = session.published.get(uri)
+            return published and not any(d.code == "MPS402" for d in published[-1].diagnostics)
+
+        await session.wait_until(applied, "settings applied")
         count = session.publications(uri)
         session.settings = {"select": ["MPS4"]}  # pulled on the change notification
         session.configuration_changed()

@@ -12,7 +12,6 @@ import asyncio
 import os
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
@@ -142,7 +141,8 @@ def test_noqa_joins_an_existing_comment_or_goes_after_another():
     _, plain = lines[4]
     assert plain.content == "  # noqa: MPS101"
     _, after_comment = lines[5]
-    assert after_comment.content == "  # noqa: MPS101" and after_comment.start.column == len("model.cuda()  # keep it on the GPU") + 1
+    assert after_comment.content == "  # noqa: MPS101"
+    assert after_comment.start.column == len("model.cuda()  # keep it on the GPU") + 1
     _, joined = lines[6]
     assert joined.content == ", MPS101"
     _, in_parens = lines[8]  # the line ends inside the call's parentheses: a comment fits

@@ -225,7 +225,8 @@ class MpslintServer(LanguageServer):
         try:
             diagnostics, parsed = await self.pool.run("check", job.snapshot.text, job.path, job.settings)
         except JobFailed as exc:
-            self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Error, message=f"mpslint: checking {job.path} failed: {exc}"))
+            message = f"mpslint: checking {job.path} failed: {exc}"
+            self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Error, message=message))
             diagnostics, parsed = [internal_error(job.path, str(exc))], True
         return Checked(job.version, job.snapshot, job.path, job.settings, list(diagnostics), parsed)
 
@@ -308,7 +309,7 @@ class MpslintServer(LanguageServer):
         formats = self.capability("text_document.hover.content_format") or []
         markdown = lsp.MarkupKind.Markdown in formats
         text = hover_text(here, markdown=markdown) if here else None
-        if text is None:  # on a code in a `# noqa:` comment?
+        if text is None:  # on a rule code in a suppression comment?
             row = bisect.bisect_right(checked.snapshot.starts, offset) - 1
             code = code_at(checked.snapshot.line(row), offset - checked.snapshot.starts[row])
             text = rule_text(code, markdown=markdown) if code else None
