@@ -357,6 +357,36 @@ async def test_the_pool_checks_in_worker_processes_and_keeps_them():
         await pool.aclose()
 
 
+async def _settle(pool, count):
+    """Wait until ``count`` worker processes are alive and none is starting; return how many are alive."""
+    for _ in range(2400):
+        alive = [p for p in pool._processes if p.returncode is None]
+        if len(alive) >= count and not any(not t.done() for t in pool._starting):
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.2)
+    return len([p for p in pool._processes if p.returncode is None])
+
+
+@run_async
+async def test_the_pool_keeps_exactly_its_resident_workers():
+    pool = Pool(2)
+    try:
+        pool.warm()
+        assert await _settle(pool, 2) == 2
+        await pool.run("check", SMALL, "a.py", Settings())
+        assert await _settle(pool, 2) == 2  # the job used a resident worker, none was added
+        job = asyncio.ensure_future(pool.run("check", _big_source(500), "big.py", Settings()))
+        while not pool._running:
+            await asyncio.sleep(0.01)
+        job.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await job
+        assert await _settle(pool, 2) == 2  # the ended worker was replaced, once
+    finally:
+        await pool.aclose()
+
+
 @run_async
 async def test_cancelling_a_running_job_ends_its_worker_and_the_next_job_still_runs():
     pool = Pool(1)

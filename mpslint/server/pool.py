@@ -143,6 +143,7 @@ class Pool:
         self._idle: List[Worker] = []
         self._starting: List["asyncio.Task[Worker]"] = []
         self._busy = 0  # slots taken: jobs starting or running
+        self._claimed = 0  # workers a job is waiting for (being started), not yet running it
         self._running: Dict[Worker, float] = {}  # worker -> when its job started
         self._waiters: Deque["asyncio.Future[None]"] = collections.deque()
         self._in_process: Optional[ThreadPoolExecutor] = None
@@ -152,14 +153,25 @@ class Pool:
     # -- public --------------------------------------------------------------------------
 
     def warm(self) -> None:
-        """Start resident workers until there are ``size``, so no check waits for a worker's imports."""
+        """Start resident workers until there are ``size``, so no check waits for a worker's imports.
+
+        One at a time: workers importing side by side would slow down the first one, which the first
+        document waits for.
+        """
         if self._closed or self._in_process is not None:
             return
         self._idle = [w for w in self._idle if w.alive]
         self._starting = [t for t in self._starting if not t.done() or (not t.cancelled() and t.exception() is None)]
-        missing = self.size - len(self._idle) - len(self._starting) - len(self._running)
-        for _ in range(max(0, missing)):
-            self._starting.append(asyncio.ensure_future(Worker.start(self.command, self._spawned)))
+        if any(not t.done() for t in self._starting):
+            return  # its completion calls warm() again
+        if self.size - len(self._idle) - len(self._starting) - len(self._running) - self._claimed > 0:
+            task = asyncio.ensure_future(Worker.start(self.command, self._spawned))
+            task.add_done_callback(self._started)
+            self._starting.append(task)
+
+    def _started(self, task: "asyncio.Task[Worker]") -> None:
+        if not task.cancelled() and task.exception() is None:
+            self.warm()  # the next one (a worker that cannot start is not retried in a loop)
 
     async def run(self, kind: str, *args: Any) -> Any:
         """Run one job; cancelling the awaiting task cancels the job (ending its worker if it runs)."""
@@ -262,19 +274,23 @@ class Pool:
             worker = self._idle.pop()
             if worker.alive:
                 return worker
-        while self._starting:
-            task = self._starting.pop(0)
-            try:
-                return await asyncio.shield(task)
-            except asyncio.CancelledError:
-                if not task.done():
-                    self._starting.insert(0, task)  # still starting: the next job gets it
-                elif not task.cancelled() and task.exception() is None:
-                    self._idle.append(task.result())
-                raise
-            except WorkerStartError as exc:
-                logger.warning("mpslint: a worker did not start: %s", exc)
-        return await Worker.start(self.command, self._spawned)
+        self._claimed += 1
+        try:
+            while self._starting:
+                task = self._starting.pop(0)
+                try:
+                    return await asyncio.shield(task)
+                except asyncio.CancelledError:
+                    if not task.done():
+                        self._starting.insert(0, task)  # still starting: the next job gets it
+                    elif not task.cancelled() and task.exception() is None:
+                        self._idle.append(task.result())
+                    raise
+                except WorkerStartError as exc:
+                    logger.warning("mpslint: a worker did not start: %s", exc)
+            return await Worker.start(self.command, self._spawned)
+        finally:
+            self._claimed -= 1
 
     async def _run_on(self, worker: Worker, kind: str, args: tuple) -> Any:
         loop = asyncio.get_running_loop()
