@@ -444,11 +444,14 @@ async def test_config_edits_are_noticed_without_file_watching(tmp_path):
         uri = session.open(tmp_path / "a.py", CUDA)
         assert codes(await session.diagnostics(uri)) == ["MPS101", "MPS101"]
         assert session.registrations == []
+        count = session.publications(uri)
         pyproject.write_text('[tool.mpslint]\nignore = ["MPS1"]\n')
         os.utime(pyproject, ns=(pyproject.stat().st_atime_ns, pyproject.stat().st_mtime_ns + 10**9))
+        assert await session.diagnostics(uri, after=count) == []  # nothing sent: the server looked by itself
         count = session.publications(uri)
+        (tmp_path / "mpslint.toml").write_text("")  # a nearer config file appears: it wins
         session.save(uri)
-        assert await session.diagnostics(uri, after=count) == []
+        assert codes(await session.diagnostics(uri, after=count)) == ["MPS101", "MPS101"]
 
 
 @run_async

@@ -13,11 +13,11 @@ Documents excluded by ``exclude``/``extend-exclude`` are not checked, as
 not consulted: a file open in the editor is one the user works on).
 
 Config files change while the server runs. Clients that watch files tell
-the server (``workspace/didChangeWatchedFiles``); for the others each
-document's resolution remembers the config files it could depend on
-(``mpslint.toml``, ``pyproject.toml`` and ``requirements*.txt`` in its
-directory and every one above) by size and modification time, and a
-difference found at the next check starts over.
+the server (``workspace/didChangeWatchedFiles``); for the others the server
+remembers, per document directory, the config files a document there could
+depend on (``mpslint.toml``, ``pyproject.toml`` and ``requirements*.txt`` in
+its directory and every one above) by size and modification time, and looks
+again before each check and every few seconds.
 """
 
 from __future__ import annotations

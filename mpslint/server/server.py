@@ -10,6 +10,7 @@ does not need.
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import logging
 import os
@@ -38,6 +39,8 @@ logger = logging.getLogger(__name__)
 
 # Files whose change can change some document's settings (see mpslint.server.projects).
 CONFIG_GLOBS = ("**/pyproject.toml", "**/mpslint.toml", "**/requirements*.txt")
+# How often config files are looked at when the client does not watch them (a few stat calls per open folder).
+CONFIG_POLL_SECONDS = 2.0
 INTERNAL_ERROR = "MPS900"
 
 
@@ -95,6 +98,7 @@ class MpslintServer(LanguageServer):
         self.init_options: Any = None
         self.client = client_settings.ClientSettings()
         self.watching = False  # the client reports config file changes (workspace/didChangeWatchedFiles)
+        self._poller: Optional["asyncio.Task[None]"] = None
         self._shown: Set[str] = set()
         # Fix-all results by target: computed once per text, settings and safety, however often asked.
         self._fixed: Dict[str, Tuple[Any, Tuple[str, Optional[str]]]] = {}
@@ -116,6 +120,7 @@ class MpslintServer(LanguageServer):
 
     def shutdown(self) -> None:
         # The connection ended (exit, closed pipes, or a crash of the client): no worker may outlive it.
+        self.stop_polling()
         self.scheduler.close()
         self.pool.close()
         super().shutdown()
@@ -207,6 +212,23 @@ class MpslintServer(LanguageServer):
             logger.warning("mpslint: workspace/configuration failed: %s", exc)
             return
         self.apply_settings(answer[0] if answer else None)
+
+    def start_polling(self) -> None:
+        """Look for config edits now and then, for clients that do not report file changes."""
+        if self._poller is None and not self.watching:
+            self._poller = asyncio.ensure_future(self._poll_config())
+
+    def stop_polling(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            self._poller = None
+
+    async def _poll_config(self) -> None:
+        while True:
+            await asyncio.sleep(CONFIG_POLL_SECONDS)
+            paths = {t.path for t in self.targets.values() if t.path is not None}
+            if any([self.projects.changed_since_last_look(path) for path in paths]):  # a list: look at all
+                self.settings_changed()
 
     # -- checking ------------------------------------------------------------------------------
 
@@ -378,6 +400,7 @@ def build(*, workers: Optional[int] = None, debounce: float = 0.25) -> MpslintSe
                 logger.warning("mpslint: client/registerCapability failed: %s", exc)
             else:
                 server.watching = any(r.method == lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES for r in registrations)
+        server.start_polling()
         await server.pull_settings()
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
@@ -437,6 +460,7 @@ def build(*, workers: Optional[int] = None, debounce: float = 0.25) -> MpslintSe
 
     @server.feature(lsp.SHUTDOWN)
     async def shutdown(params: Any) -> None:
+        server.stop_polling()
         server.scheduler.close()
         await server.pool.aclose()
 
