@@ -80,8 +80,10 @@ class Session:
         settings: Any = None,
         capabilities: lsp.ClientCapabilities = CAPABILITIES,
         command: Optional[List[str]] = None,
+        folders: Optional[List[Path]] = None,
     ) -> None:
         self.root = root
+        self.folders = folders or [root]  # the workspace folders, the first one first
         self.init_options = init_options
         self.settings = settings  # what the client answers to workspace/configuration for "mpslint"
         self.capabilities = capabilities
@@ -150,8 +152,8 @@ class Session:
         self.initialize_result = await self.client.initialize_async(
             lsp.InitializeParams(
                 process_id=None,
-                root_uri=uri_of(self.root),
-                workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(self.root), name=self.root.name)],
+                root_uri=uri_of(self.folders[0]),
+                workspace_folders=[lsp.WorkspaceFolder(uri=uri_of(f), name=f.name) for f in self.folders],
                 capabilities=self.capabilities,
                 initialization_options=self.init_options,
             )

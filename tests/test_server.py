@@ -71,6 +71,9 @@ SYNC_IN_LOOP = textwrap.dedent(
 )
 
 
+AUTOCAST = 'import torch\n\nwith torch.autocast("mps"):\n    pass\n'
+
+
 def cli_diagnostics(path: Path, root: Path):
     """What ``mpslint`` run in ``root`` reports for ``path`` (same config resolution, in-process engine)."""
     settings = ConfigResolver(cwd=root).for_path(path).settings_for(path)
@@ -490,16 +493,31 @@ async def test_a_broken_config_is_shown_and_checking_goes_on(tmp_path):
         assert len(session.messages) == count  # not again on every keystroke
 
 
+AUTOCAST = 'import torch\n\nwith torch.autocast("mps"):\n    pass\n'
+
+
 @run_async
-async def test_documents_follow_their_nearest_config_in_a_multi_root_workspace(tmp_path):
-    strict, lenient = tmp_path / "strict", tmp_path / "lenient"
-    for folder in (strict, lenient):
+async def test_each_workspace_folder_resolves_like_the_command_line_run_there(tmp_path):
+    old_torch, strict, lenient = tmp_path / "old torch", tmp_path / "strict rules", tmp_path / "lenient-ü"  # %-escaped URIs
+    for folder in (old_torch, strict, lenient):
         folder.mkdir()
-    (lenient / "pyproject.toml").write_text('[tool.mpslint]\nignore = ["MPS1"]\n')
+    (old_torch / "requirements.txt").write_text("torch>=2.4\n")  # no config file: the floor comes from here
     (strict / "mpslint.toml").write_text("")
-    async with Session(tmp_path) as session:
-        a = session.open(strict / "a.py", CUDA)
-        b = session.open(lenient / "b.py", CUDA)
-        assert codes(await session.diagnostics(a)) == ["MPS101", "MPS101"]
-        assert await session.diagnostics(b) == []
-        assert uri_of(strict / "a.py") == a
+    (lenient / "pyproject.toml").write_text('[tool.mpslint]\nignore = ["MPS1"]\n')
+    files = {old_torch / "a.py": AUTOCAST, strict / "a.py": AUTOCAST, strict / "b.py": CUDA, lenient / "b.py": CUDA}
+    for path, text in files.items():
+        path.write_text(text)
+    expected = {
+        old_torch / "a.py": ["MPS504"],  # autocast("mps") needs torch 2.5
+        strict / "a.py": [],
+        strict / "b.py": ["MPS101", "MPS101"],
+        lenient / "b.py": [],
+    }
+    for path, wanted in expected.items():
+        assert [d.code for d in cli_diagnostics(path, path.parent)] == wanted  # `mpslint` run in that folder
+    async with Session(tmp_path, folders=[old_torch, strict, lenient]) as session:
+        uris = {path: session.open(path) for path in files}
+        untitled = session.open_untitled("Untitled-1", AUTOCAST)  # gets the first folder's settings
+        for path, wanted in expected.items():
+            assert codes(await session.diagnostics(uris[path])) == wanted, path
+        assert codes(await session.diagnostics(untitled)) == ["MPS504"]

@@ -147,7 +147,11 @@ class Scheduler:
             make = self._makers.get(key)
             if make is None:
                 return
-            token, job = make()
+            try:
+                token, job = make()
+            except Exception:  # a bug, not the user's: their next edit tries again
+                logger.exception("mpslint: preparing the check of %s failed", key)
+                continue
             task = asyncio.ensure_future(self._run(job))
             state.running = (token, task, time.monotonic())
             try:

@@ -32,7 +32,11 @@ CHECKED_SCHEMES = ("file", "untitled")
 
 
 def path_of(uri: str) -> Optional[Path]:
-    """The file system path of a ``file:`` URI (None for any other scheme)."""
+    """The file system path of a ``file:`` URI (None for any other scheme).
+
+    Not ``pygls.uris.to_fs_path``: it leaves %-escapes as they are, so a project in
+    ``My Projects/`` would never find its ``pyproject.toml``.
+    """
     parsed = urlparse(uri)
     if parsed.scheme != "file":
         return None
