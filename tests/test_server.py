@@ -28,7 +28,7 @@ from mpslint.engine import check_text  # noqa: E402
 from mpslint.fixer import apply_fixes  # noqa: E402
 from mpslint.server.server import default_workers  # noqa: E402
 
-from lspclient import DEFAULT_COMMAND, PLAIN_CAPABILITIES, Session, run_async, uri_of  # noqa: E402
+from lspclient import DEFAULT_COMMAND, PLAIN_CAPABILITIES, Session, run_async  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 TRAIN_CUDA = REPO / "fixtures" / "cuda" / "train_cuda.py"
