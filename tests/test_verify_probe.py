@@ -119,6 +119,8 @@ def test_max_ops_stops_the_script_with_the_budget_not_an_error(oracle):
 
 # -- the child: runs on the real-device path here only up to "no device"; its report survives crashes -------------
 
+simulates = pytest.mark.skipif(not hasattr(torch.utils, "swap_tensors"), reason="--simulate needs torch 2.3")
+
 def run_child(tmp_path, source, options=None, env=None):
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent(source))
@@ -129,6 +131,7 @@ def run_child(tmp_path, source, options=None, env=None):
     return run, script
 
 
+@simulates
 def test_a_crash_keeps_the_report_written_so_far_and_says_where(tmp_path):
     run, script = run_child(tmp_path, """
         import os, signal, time
@@ -154,6 +157,7 @@ def test_a_crash_keeps_the_report_written_so_far_and_says_where(tmp_path):
     assert verdict.report["syncs"] and verdict.report["syncs"][0]["count"] >= 2  # recorded before the crash
 
 
+@simulates
 def test_torch_compile_is_said_to_run_eagerly_and_max_steps_bounds_a_plain_loop(tmp_path):
     run, script = run_child(tmp_path, """
         import torch
@@ -172,3 +176,30 @@ def test_torch_compile_is_said_to_run_eagerly_and_max_steps_bounds_a_plain_loop(
     notes = "\n".join(verdict.notes)
     assert f"{script}:4: torch.compile runs eagerly under mpslint verify" in notes
     assert "stopped after --max-steps 3 as asked" in notes
+
+
+@pytest.mark.skipif(hasattr(torch.utils, "swap_tensors"), reason="this torch has what --simulate needs")
+def test_simulate_on_a_torch_older_than_2_3_is_a_clear_usage_error(tmp_path):
+    from click.testing import CliRunner
+
+    from mpslint.verify.command import verify
+
+    script = tmp_path / "s.py"
+    script.write_text("import torch\nprint('must not run')\n")
+    result = CliRunner().invoke(verify, ["--simulate", str(script)])
+    assert result.exit_code == 2
+    assert f"mpslint verify --simulate needs torch 2.3 or newer (torch.utils.swap_tensors); this is torch " \
+           f"{torch.__version__}" in result.stderr
+    assert "must not run" not in result.stdout
+
+
+def test_the_oldest_torch_each_path_supports():
+    class Fake:
+        def __init__(self, version, swap):
+            self.__version__ = version
+            self.utils = type("utils", (), {"swap_tensors": None} if swap else {})()
+
+    assert "needs torch 2.1 or newer" in child._unsupported(Fake("2.0.1", False), simulate=False)
+    assert child._unsupported(Fake("2.1.2+cu121", False), simulate=False) is None
+    assert "--simulate needs torch 2.3 or newer" in child._unsupported(Fake("2.1.2", False), simulate=True)
+    assert child._unsupported(Fake("2.13.0+cpu", True), simulate=True) is None

@@ -178,12 +178,16 @@ def test_child_says_when_there_is_no_mps_device(tmp_path):
 
 # -- the emulated device ----------------------------------------------------
 
+simulates = pytest.mark.skipif(not hasattr(torch.utils, "swap_tensors"), reason="--simulate needs torch 2.3")
+
+
 @pytest.fixture
 def mps():
     with simulated_device(fallback=True) as simulator:
         yield simulator
 
 
+@simulates
 def test_platform_reports_a_mac_inside_and_is_restored_after():
     before = torch.backends.mps.is_available()
     with simulated_device():
@@ -193,6 +197,7 @@ def test_platform_reports_a_mac_inside_and_is_restored_after():
     assert torch.backends.mps.is_available() == before
 
 
+@simulates
 def test_tensors_report_mps_and_compute_like_the_cpu(mps):
     torch.manual_seed(0)
     host = torch.randn(4, 3)
@@ -205,6 +210,7 @@ def test_tensors_report_mps_and_compute_like_the_cpu(mps):
     assert torch.equal((x * 2 + 1).cpu(), host * 2 + 1)
 
 
+@simulates
 def test_module_to_keeps_parameters_and_training_matches_the_cpu(mps):
     def train(device):
         torch.manual_seed(0)
@@ -243,6 +249,7 @@ def _cpu_losses():
     return losses
 
 
+@simulates
 def test_float64_and_numpy_raise_pytorchs_type_errors(mps):
     with pytest.raises(TypeError) as caught:
         torch.from_numpy(np.ones(3)).to("mps")
@@ -257,6 +264,7 @@ def test_float64_and_numpy_raise_pytorchs_type_errors(mps):
     assert torch.ones(2, device="mps").cpu().numpy().tolist() == [1.0, 1.0]
 
 
+@simulates
 def test_device_mismatch_raises_pytorchs_runtime_errors(mps):
     on_device = torch.ones(2, 3, device="mps")
     with pytest.raises(RuntimeError) as caught:
@@ -274,6 +282,7 @@ def test_device_mismatch_raises_pytorchs_runtime_errors(mps):
     assert str(caught.value) == messages.PLACEHOLDER
 
 
+@simulates
 def test_missing_kernel_raises_without_the_fallback_flag():
     with simulated_device(fallback=False):
         features = torch.randn(5, 3, device="mps")
@@ -284,6 +293,7 @@ def test_missing_kernel_raises_without_the_fallback_flag():
         or torch.__version__ < "2.6"
 
 
+@simulates
 def test_missing_kernel_warns_and_runs_on_the_cpu_with_the_flag(mps):
     torch.manual_seed(0)
     host = torch.randn(5, 3)
@@ -296,6 +306,7 @@ def test_missing_kernel_warns_and_runs_on_the_cpu_with_the_flag(mps):
     assert spaced.device.type == "mps"
 
 
+@simulates
 def test_explicit_cpu_fallback_warns_even_without_the_flag():
     with simulated_device(fallback=False) as simulator:
         if "linalg_svd" not in simulator.oracle.table.explicit_cpu_fallbacks:
@@ -306,6 +317,7 @@ def test_explicit_cpu_fallback_warns_even_without_the_flag():
     assert [messages.fallback_op(str(w.message)) for w in shown] == ["aten::linalg_svd"]
 
 
+@simulates
 def test_probe_sees_host_syncs_on_device_tensors(mps):
     recorder = probe.Recorder(__file__)
     x = torch.randn(6, device="mps")
@@ -332,6 +344,7 @@ def test_kernel_oracle_decisions():
         assert oracle.decide(aten.linalg_svd.default).kind == EXPLICIT_FALLBACK
 
 
+@simulates
 def test_optimizer_and_grad_clipping_group_device_tensors_on_mps(mps):
     # C++ groups tensors by the device it sees (the CPU); a device-side clip must not look like a host copy.
     model = torch.nn.Linear(3, 2).to("mps")

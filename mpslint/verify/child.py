@@ -179,7 +179,7 @@ def main(argv: List[str]) -> int:
     def ready() -> None:
         try:
             _set_up(script, options, result, state, stack, initial, on_tick)
-        except (_NoDevice, KeyboardInterrupt):
+        except (_NoDevice, _SetupFailed, KeyboardInterrupt):
             raise
         except BaseException:
             result["status"] = "verifier-error"
@@ -220,6 +220,11 @@ def _set_up(script: str, options: Dict[str, Any], result: Dict[str, Any], state:
     result["torch_version"] = torch.__version__
     simulate = bool(options.get("simulate"))
     result["simulated"] = simulate
+    unsupported = _unsupported(torch, simulate)
+    if unsupported:
+        result["status"] = "unsupported"
+        result["message"] = unsupported
+        raise _SetupFailed()
     if not simulate and not torch.backends.mps.is_available():
         raise _NoDevice()
     at_import = os.environ.get(FALLBACK_VARIABLE)
@@ -248,6 +253,32 @@ def _set_up(script: str, options: Dict[str, Any], result: Dict[str, Any], state:
     stack.callback(probe.install_warning_hook(recorder))
     stack.enter_context(probe.ProbeMode(recorder, oracle=None if simulate else oracle, fallback=enabled,
                                         max_ops=options.get("max_ops")))
+
+
+def _unsupported(torch: Any, simulate: bool) -> Optional[str]:
+    """Why this torch cannot be verified, or None."""
+    version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+    if version < (2, 1):
+        # register_module_forward_hook(always_call=True), which counts model calls, came in 2.1.
+        return f"mpslint verify needs torch 2.1 or newer; this is torch {torch.__version__}"
+    if simulate and not hasattr(torch.utils, "swap_tensors"):
+        # nn.Module.to() keeps parameters (and optimizers built before it) only by swapping them (torch 2.3).
+        return (f"mpslint verify --simulate needs torch 2.3 or newer (torch.utils.swap_tensors); this is torch "
+                f"{torch.__version__}. On a Mac, mpslint verify without --simulate works with torch 2.1 and newer")
+    return None
+
+
+def _ours(exc: BaseException) -> bool:
+    """A failure of the verifier's own code while the script ran (not an emulated PyTorch error)."""
+    from mpslint.verify import messages
+
+    frames = list(traceback.walk_tb(exc.__traceback__))
+    if not frames:
+        return False
+    here = os.path.dirname(os.path.abspath(__file__))
+    innermost = os.path.dirname(os.path.abspath(frames[-1][0].f_code.co_filename))
+    # The verifier's own raises all carry PyTorch's texts, which error_kind recognises.
+    return innermost == here and messages.error_kind(type(exc).__name__, str(exc)) is None
 
 
 def _run(script: str, script_args: List[str], result: Dict[str, Any], state: Dict[str, Any], stack: ExitStack,
@@ -283,6 +314,8 @@ def _run(script: str, script_args: List[str], result: Dict[str, Any], state: Dic
     except BaseException as exc:  # the script's own failure is the report's subject
         if type(exc).__name__ == "StepBudget":  # the probe's: --max-steps or --max-ops used up
             result["stopped"] = {"budget": str(exc), "row": _error_row(exc, script)}
+        elif _ours(exc):
+            result["verifier_error"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         else:
             _print_script_traceback(exc, script)
             exit_code = 1
@@ -294,7 +327,10 @@ def _run(script: str, script_args: List[str], result: Dict[str, Any], state: Dic
             stack.close()
         except Exception:  # restoring patches must not hide the report
             pass
-        result["status"] = "ran"
+        if result["status"] == "running":
+            result["status"] = "verifier-error" if "verifier_error" in result else "ran"
+        if "verifier_error" in result:
+            result["message"] = result.pop("verifier_error")
         result["script_exit_code"] = exit_code
         if state["recorder"] is not None:
             state["recorder"].lines.update(lines)

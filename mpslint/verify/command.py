@@ -73,6 +73,9 @@ def verify(script, args, simulate, no_fallback, timeout, max_steps, max_ops, all
                 "error: this machine has no MPS device (torch.backends.mps.is_available() is False). "
                 f"To verify on an emulated mps device, run: mpslint verify --simulate {script}", err=True)
             sys.exit(2)
+        if run.raw is not None and run.raw.get("status") == "unsupported":
+            click.echo(f"error: {run.raw.get('message')}", err=True)
+            sys.exit(2)
         if run.raw is not None and run.raw.get("status") == "verifier-error":
             click.echo("error: mpslint verify crashed while setting up the run; please report this:", err=True)
             click.echo(run.raw.get("message", ""), err=True)

@@ -35,6 +35,10 @@ from mpslint.verify import messages
 from mpslint.verify.kernels import COMPOSITE, EXPLICIT_FALLBACK, MISSING, KernelOracle
 from mpslint.verify.report import CLOCKS
 
+
+def _leaves(tree: Any) -> List[Any]:
+    return pytree.tree_flatten(tree)[0]  # tree_leaves is newer than the oldest torch supported (2.1)
+
 _DATA_DEPENDENT = {
     "aten::nonzero", "aten::masked_select", "aten::_unique", "aten::_unique2", "aten::unique_dim",
     "aten::unique_consecutive", "aten::repeat_interleave",
@@ -179,7 +183,7 @@ def sync_kind(func: Any, args: tuple, kwargs: Dict[str, Any], on_device: Callabl
     if name in _DATA_DEPENDENT:
         if name == "aten::repeat_interleave" and kwargs.get("output_size") is not None:
             return None
-        return "data_dependent" if any(on_device(a) for a in pytree.tree_leaves(args)) else None
+        return "data_dependent" if any(on_device(a) for a in _leaves(args)) else None
     if name in _BOOL_INDEXED and on_device(source) and len(args) > 1:
         indices = args[1] or ()
         if any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices):
@@ -210,7 +214,7 @@ class ProbeMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         recorder = self.recorder
-        on_device = any(self.on_device(leaf) for leaf in pytree.tree_leaves((args, kwargs))) or \
+        on_device = any(self.on_device(leaf) for leaf in _leaves((args, kwargs))) or \
             _names_device(kwargs.get("device"), self.device)
         if not self.nested:
             recorder.ops += 1

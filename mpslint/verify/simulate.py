@@ -36,6 +36,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from mpslint.verify import messages, restrictions
 from mpslint.verify.kernels import COMPOSITE, EXPLICIT_FALLBACK, MISSING, KernelOracle
 
+
+def _leaves(tree: Any) -> List[Any]:
+    return pytree.tree_flatten(tree)[0]  # tree_leaves is newer than the oldest torch supported (2.1)
+
 MPS = torch.device("mps", 0)
 CPU = torch.device("cpu")
 
@@ -211,7 +215,7 @@ class Simulator:
         if self.composite_depth or func._schema.name in _MIXING_OK:
             return
         order: List[str] = []
-        for leaf in pytree.tree_leaves((args, kwargs)):
+        for leaf in _leaves((args, kwargs)):
             if isinstance(leaf, SimulatedMPSTensor):
                 order.append("mps:0")
             elif isinstance(leaf, torch.Tensor) and leaf.device.type == "cpu" and leaf.dim() > 0:
@@ -228,7 +232,7 @@ class Simulator:
 
     def _wrap(self, args, kwargs, out):
         to_host = "device" in kwargs and kwargs["device"] is not None and not _is_mps(kwargs["device"])
-        inputs = {id(t) for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+        inputs = {id(t) for t in _leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
 
         def wrap(t: torch.Tensor) -> torch.Tensor:
             if isinstance(t, SimulatedMPSTensor) or id(t) in inputs or to_host or t.device.type != "cpu":
