@@ -25,10 +25,9 @@ import sys
 import sysconfig
 import threading
 import warnings
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 import torch
-import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from mpslint.verify import messages
@@ -36,8 +35,13 @@ from mpslint.verify.kernels import COMPOSITE, EXPLICIT_FALLBACK, MISSING, Kernel
 from mpslint.verify.report import CLOCKS
 
 
-def _leaves(tree: Any) -> List[Any]:
-    return pytree.tree_flatten(tree)[0]  # tree_leaves is newer than the oldest torch supported (2.1)
+def _arguments(args: tuple, kwargs: Dict[str, Any]) -> Iterator[Any]:
+    """An aten op's arguments, lists opened: its schema nests no deeper, and pytree costs more than the op."""
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, (list, tuple)):
+            yield from value
+        else:
+            yield value
 
 _DATA_DEPENDENT = {
     "aten::nonzero", "aten::masked_select", "aten::_unique", "aten::_unique2", "aten::unique_dim",
@@ -183,7 +187,7 @@ def sync_kind(func: Any, args: tuple, kwargs: Dict[str, Any], on_device: Callabl
     if name in _DATA_DEPENDENT:
         if name == "aten::repeat_interleave" and kwargs.get("output_size") is not None:
             return None
-        return "data_dependent" if any(on_device(a) for a in _leaves(args)) else None
+        return "data_dependent" if any(on_device(a) for a in _arguments(args, {})) else None
     if name in _BOOL_INDEXED and on_device(source) and len(args) > 1:
         indices = args[1] or ()
         if any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices):
@@ -214,8 +218,9 @@ class ProbeMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         recorder = self.recorder
-        on_device = any(self.on_device(leaf) for leaf in _leaves((args, kwargs))) or \
-            _names_device(kwargs.get("device"), self.device)
+        device = self.device
+        on_device = any(isinstance(a, torch.Tensor) and a.device.type == device for a in _arguments(args, kwargs)) \
+            or _names_device(kwargs.get("device"), device)
         if not self.nested:
             recorder.ops += 1
             recorder.ops_on_device += on_device
