@@ -203,3 +203,26 @@ def test_the_oldest_torch_each_path_supports():
     assert child._unsupported(Fake("2.1.2+cu121", False), simulate=False) is None
     assert "--simulate needs torch 2.3 or newer" in child._unsupported(Fake("2.1.2", False), simulate=True)
     assert child._unsupported(Fake("2.13.0+cpu", True), simulate=True) is None
+
+
+@simulates
+def test_a_script_stuck_where_python_cannot_stop_it_keeps_its_report_and_says_where(tmp_path):
+    """SIGTERM ignored (as in a wait inside C++): the launcher asks faulthandler where it is, then kills it."""
+    script = tmp_path / "stuck.py"
+    script.write_text(textwrap.dedent("""
+        import signal, time
+        import torch
+        x = torch.ones(3, device="mps")
+        print(x.sum().item())
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        while True:
+            time.sleep(0.05)
+    """))
+    run = launcher.launch(launcher.Options(str(script), simulate=True, timeout=8), capture=True)
+    assert run.timed_out and run.raw is not None and run.raw["status"] == "running"
+    verdict = report.build(launcher.Options(str(script), simulate=True, timeout=8), run)
+    (error,) = verdict.report["errors"]
+    assert error["type"] == "Timeout" and error["location"] == {"filename": str(script), "row": 8}
+    assert error["message"] == (f"the script did not finish within 8 s (last at {script}:8); "
+                                "the report covers what ran until then")
+    assert verdict.report["ops_on_device"] > 0
