@@ -211,18 +211,19 @@ def test_a_script_stuck_where_python_cannot_stop_it_keeps_its_report_and_says_wh
     script = tmp_path / "stuck.py"
     script.write_text(textwrap.dedent("""
         import signal, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         import torch
         x = torch.ones(3, device="mps")
         print(x.sum().item())
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         while True:
             time.sleep(0.05)
     """))
-    run = launcher.launch(launcher.Options(str(script), simulate=True, timeout=8), capture=True)
+    options = launcher.Options(str(script), simulate=True, timeout=30)
+    run = launcher.launch(options, capture=True)
     assert run.timed_out and run.raw is not None and run.raw["status"] == "running"
-    verdict = report.build(launcher.Options(str(script), simulate=True, timeout=8), run)
+    verdict = report.build(options, run)
     (error,) = verdict.report["errors"]
     assert error["type"] == "Timeout" and error["location"] == {"filename": str(script), "row": 8}
-    assert error["message"] == (f"the script did not finish within 8 s (last at {script}:8); "
+    assert error["message"] == (f"the script did not finish within 30 s (last at {script}:8); "
                                 "the report covers what ran until then")
     assert verdict.report["ops_on_device"] > 0

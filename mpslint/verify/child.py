@@ -8,8 +8,8 @@ before its own ``import torch`` must get what it set. An import hook sets the
 verifier up right after torch finishes loading, and records the setting
 torch saw.
 
-The report goes to REPORT_PATH as JSON, rewritten as the run goes (at most
-once a second, at step boundaries) so a hang or a crash loses little;
+The report goes to REPORT_PATH as JSON, rewritten as the run goes (at step
+boundaries and from a timer, at most once a second) so a hang or a crash loses little;
 ``faulthandler`` writes a crash's Python stack next to it. The script's
 stdout and stderr are its own.
 """
@@ -25,6 +25,7 @@ import os
 import runpy
 import signal
 import sys
+import threading
 import time
 import traceback
 from contextlib import ExitStack
@@ -142,9 +143,15 @@ def main(argv: List[str]) -> int:
     if hasattr(signal, "SIGUSR1"):  # the launcher asks where a hung script is before it kills it
         faulthandler.register(signal.SIGUSR1, file=fault_file, all_threads=True)
 
+    lock = threading.Lock()
+
     def write(final: bool = False) -> None:
         if os.getpid() != pid:  # a forked DataLoader worker
             return
+        with lock:
+            _write(final)
+
+    def _write(final: bool) -> None:
         recorder = state["recorder"]
         if recorder is not None:
             result["events"] = recorder.as_json()
@@ -173,6 +180,18 @@ def main(argv: List[str]) -> int:
     def on_tick() -> None:
         if time.monotonic() - state["last_write"] >= WRITE_EVERY_S:
             write()
+
+    def every_second() -> None:  # also between steps: a script may hang before its first step ends
+        while result["status"] == "running":
+            time.sleep(WRITE_EVERY_S)
+            if result["status"] == "running" and state["recorder"] is not None and \
+                    time.monotonic() - state["last_write"] >= WRITE_EVERY_S:
+                try:
+                    write()
+                except Exception:  # a report is rewritten at the end anyway
+                    pass
+
+    threading.Thread(target=every_second, name="mpslint-verify-report", daemon=True).start()
 
     stack = ExitStack()
 
