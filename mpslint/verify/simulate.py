@@ -181,6 +181,7 @@ class Simulator:
         if not self._falls_back(decision):
             self._check_devices(func, args, kwargs)
             restrictions.before(func, args, kwargs)
+        func = _scalar_overload(func, args)
         with no_dispatch():
             out = func(*args, **_cpu_kwargs(kwargs))
         if decision.kind not in (MISSING, EXPLICIT_FALLBACK):
@@ -240,6 +241,20 @@ class Simulator:
             return self.to_device(t)
 
         return pytree.tree_map_only(torch.Tensor, wrap, out)
+
+
+def _scalar_overload(func: Any, args: tuple) -> Any:
+    """The ``.Scalar`` overload when a ``.Tensor`` one received a number.
+
+    A composite kernel passes C++ "wrapped number" tensors, which reach Python
+    as plain numbers; the Scalar overload computes what the wrapped number would.
+    """
+    if func._overloadname != "Tensor":
+        return func
+    for value, argument in zip(args, func._schema.arguments):
+        if isinstance(value, (int, float, bool)) and str(argument.type) == "Tensor":
+            return getattr(func.overloadpacket, "Scalar", func)
+    return func
 
 
 def _cpu_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
