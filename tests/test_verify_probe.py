@@ -4,9 +4,6 @@ the installed torch decides fallbacks per op, and warnings really come from C++.
 from __future__ import annotations
 
 import inspect
-import json
-import os
-import sys
 import textwrap
 import warnings
 
@@ -124,7 +121,6 @@ simulates = pytest.mark.skipif(not hasattr(torch.utils, "swap_tensors"), reason=
 def run_child(tmp_path, source, options=None, env=None):
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent(source))
-    out = tmp_path / "report.json"
     opts = dict({"simulate": True}, **(options or {}))
     run = launcher.launch(launcher.Options(str(script), simulate=True, max_steps=opts.get("max_steps"),
                                            max_ops=opts.get("max_ops"), timeout=opts.get("timeout")), capture=True)
