@@ -1,0 +1,200 @@
+"""Collect a report's numbers with the same discovery, config, selection and cache as ``mpslint check``.
+
+The fix numbers are not estimated from the findings' fix markers: the fixer
+really runs, in memory (``runner.run`` in diff mode writes nothing), once with
+safe fixes and once with unsafe ones too, so they are the numbers ``mpslint
+--fix`` and ``mpslint --fix --unsafe-fixes`` print (fixes can enable other
+fixes, or be dropped when they conflict). Only files with an applicable fix
+go through the fixer: on any other file it changes nothing, so the check's
+own results stand for them and a report costs a check run plus the fixer's
+work on the files it would touch.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from mpslint.config import ConfigResolver, Settings
+from mpslint.diagnostic import Applicability, Diagnostic
+from mpslint.report import impact as impacts
+from mpslint.report.model import Counts, DirectoryRow, FileRow, Finding, FixOutcome, Report, RuleRow
+
+DEFAULT_MAX_FINDINGS = 20
+
+FileSpec = Tuple[str, str, Settings]  # (path, display path, settings), as runner.run takes them
+
+
+def collect(
+    paths: Sequence[str],
+    resolver: ConfigResolver,
+    *,
+    force_exclude: bool = False,
+    jobs: Optional[int] = None,
+    cache_dir: Optional[Path] = None,
+    verify_reports: Sequence[str] = (),
+    max_findings: int = DEFAULT_MAX_FINDINGS,
+    flags: Sequence[str] = (),
+) -> Report:
+    """Check ``paths`` (and fix them in memory) and summarise; ``cache_dir`` None means no cache.
+
+    ``flags`` are the selection and config options to repeat in the suggested commands.
+    """
+    from mpslint.files import discover
+    from mpslint.runner import Mode, run
+
+    found = discover(list(paths), resolver, force_exclude=force_exclude)
+    files: List[FileSpec] = [(str(path), path.as_posix(), config.settings_for(path)) for path, config in found.files]
+    results = run(files, Mode(), jobs=jobs, cache_dir=cache_dir)
+    errors = list(found.errors) + [(r.display, r.error) for r in results if r.error]
+    diagnostics: Dict[str, List[Diagnostic]] = {r.display: r.diagnostics for r in results if r.error is None}
+
+    safe = _fix_run(files, diagnostics, unsafe=False, jobs=jobs)
+    unsafe = _fix_run(files, diagnostics, unsafe=True, jobs=jobs)
+
+    report = Report(paths=list(paths), files_checked=sum(1 for r in results if r.error is None), errors=sorted(errors))
+    report.max_findings_per_file = max_findings
+    report.floors = _floors(files)
+    report.fix = _outcome("mpslint --fix", diagnostics, safe)
+    report.fix_unsafe = _outcome("mpslint --fix --unsafe-fixes", diagnostics, unsafe)
+    settings_of = {display: settings for _, display, settings in files}
+
+    from mpslint.report import ops, runtime, verdict
+
+    statuses, report.runtime = runtime.load(verify_reports, [display for _, display, _ in files])
+    report.files = _file_rows(diagnostics, safe, unsafe, statuses, max_findings)
+    report.files_with_findings = len(report.files)
+    for row in report.files:
+        report.counts.add(row.counts)
+    report.directories = _directory_rows(report.files)
+    report.rules = _rule_rows(diagnostics, safe, unsafe)
+    report.ops = ops.rows(diagnostics, settings_of)
+    runtime.link(report.runtime, report.files)
+    report.verdict, report.verdict_text = verdict.verdict(report)
+    report.next_steps = verdict.next_steps(report, diagnostics, flags)
+    return report
+
+
+def _fix_run(files: Sequence[FileSpec], diagnostics: Dict[str, List[Diagnostic]], *, unsafe: bool, jobs):
+    """display -> (fixed per code, remaining diagnostics) for the files the fixer would change."""
+    from mpslint.output import fix_applicable
+    from mpslint.runner import Mode, run
+
+    todo = [spec for spec in files if any(fix_applicable(d, unsafe) for d in diagnostics.get(spec[1], ()))]
+    results = run(todo, Mode(diff=True, unsafe=unsafe), jobs=jobs) if todo else []
+    return {r.display: (r.fixed, r.diagnostics) for r in results if r.error is None}
+
+
+def _outcome(command: str, diagnostics, fixes) -> FixOutcome:
+    outcome = FixOutcome(command)
+    for display, found in diagnostics.items():
+        fixed, remaining = fixes.get(display, (Counter(), found))
+        outcome.fixed += sum(fixed.values())
+        outcome.remaining += len(remaining)
+        outcome.files_changed += 1 if sum(fixed.values()) else 0
+        for d in remaining:
+            kind = impacts.impact_of(d.code)
+            outcome.remaining_fails += kind == impacts.FAILS
+            outcome.remaining_slows += kind == impacts.SLOWS
+    return outcome
+
+
+def _floors(files: Sequence[FileSpec]) -> List[str]:
+    """The torch versions the op rules compared against: the configured floors, else the installed or bundled torch."""
+    floors = set()
+    default = None
+    for _, _, settings in files:
+        if settings.torch_version is not None:
+            floors.add("%d.%d" % settings.torch_version)
+        elif default is None:
+            from mpslint.knowledge import mps_kernels
+
+            table = mps_kernels.load_table(None)
+            default = "%d.%d" % mps_kernels.version_tuple(table.version)
+            floors.add(default)
+    return sorted(floors, key=lambda v: tuple(int(p) for p in v.split(".")))
+
+
+def _fix_kind(d: Diagnostic) -> Optional[str]:
+    if d.fix is None or not d.fix.edits:
+        return None
+    if d.fix.applicability is Applicability.SAFE:
+        return "safe"
+    if d.fix.applicability is Applicability.UNSAFE:
+        return "unsafe"
+    return None
+
+
+def _file_rows(diagnostics, safe, unsafe, statuses, max_findings: int) -> List[FileRow]:
+    rows = []
+    for display, found in diagnostics.items():
+        if not found:
+            continue
+        row = FileRow(display, anchor="")
+        fixed = safe.get(display, (Counter(), found))[0]
+        fixed_unsafe = unsafe.get(display, (Counter(), found))[0]
+        row.counts = _counts(found, sum(fixed.values()), sum(fixed_unsafe.values()))
+        row.codes = dict(sorted(Counter(d.code for d in found).items()))
+        seen = statuses.get(display, {})
+        ordered = sorted(found, key=Diagnostic.sort_key)
+        for d in ordered:
+            status = seen.get((d.code, d.location.row))
+            row.confirmed += status == "confirmed"
+        for d in ordered[:max_findings]:
+            row.findings.append(Finding(d.code, d.location.row, d.location.column, d.message,
+                                        impacts.impact_of(d.code), _fix_kind(d), seen.get((d.code, d.location.row))))
+        row.omitted = max(0, len(ordered) - max_findings)
+        rows.append(row)
+    rows.sort(key=lambda r: (r.counts.blocking_key(), r.path))
+    for i, row in enumerate(rows, 1):
+        row.anchor = f"file-{i}"
+    return rows
+
+
+def _counts(found: Sequence[Diagnostic], fixed: int, fixed_unsafe: int) -> Counts:
+    counts = Counts(findings=len(found), fixed=fixed, fixed_unsafe=fixed_unsafe)
+    for d in found:
+        kind = impacts.impact_of(d.code)
+        if kind == impacts.FAILS:
+            counts.fails += 1
+        elif kind == impacts.SLOWS:
+            counts.slows += 1
+        else:
+            counts.other += 1
+    return counts
+
+
+def _directory_rows(files: Sequence[FileRow]) -> List[DirectoryRow]:
+    rows: Dict[str, DirectoryRow] = {}
+    for f in files:
+        parent = os.path.dirname(f.path) or "."
+        row = rows.setdefault(parent, DirectoryRow(parent))
+        row.counts.add(f.counts)
+        row.files += 1
+    return sorted(rows.values(), key=lambda r: (r.counts.blocking_key(), r.path))
+
+
+def _rule_rows(diagnostics, safe, unsafe) -> List[RuleRow]:
+    from mpslint import catalog, registry
+    from mpslint.output.summary import statistics_rows
+
+    everything = [d for found in diagnostics.values() for d in found]
+    files: Counter = Counter()
+    for found in diagnostics.values():
+        files.update({d.code for d in found})
+    fixed: Counter = Counter()
+    for counts, _ in safe.values():
+        fixed.update(counts)
+    fixed_unsafe: Counter = Counter()
+    for counts, _ in unsafe.values():
+        fixed_unsafe.update(counts)
+    rows = []
+    # The counts and marks are `mpslint --statistics`'s own, in its order.
+    for count, code, mark, name in statistics_rows(everything, unsafe=False):
+        doc = catalog.find(code)
+        rows.append(RuleRow(code, name or registry.name_of(code), doc.summary if doc else "", impacts.impact_of(code),
+                            count=count, files=files[code], fixed=fixed[code], fixed_unsafe=fixed_unsafe[code],
+                            mark=mark))
+    return rows
