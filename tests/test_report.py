@@ -310,3 +310,18 @@ def test_every_rule_has_an_explicit_impact():
     for code in catalog.load():
         assert code in impact.IMPACT, f"classify {code} in mpslint/report/impact.py"
         assert impact.IMPACT[code] in impact.LABELS
+
+
+def test_each_file_counts_what_the_fixer_fixes_there(repo):
+    """The report reuses a file's safe fix run for --unsafe-fixes only where that changes nothing."""
+    from mpslint.config import ConfigResolver
+    from mpslint.fixer import fix_text
+
+    data = report("code", "--no-cache")
+    resolver = ConfigResolver()
+    by_path = {f["path"]: f["counts"] for f in data["files"]}
+    for path, counts in by_path.items():
+        settings = resolver.for_path(repo / path).settings_for(Path(path))
+        text = (repo / path).read_text(encoding="utf-8")
+        for unsafe, key in ((False, "fixed"), (True, "fixed_unsafe")):
+            assert sum(fix_text(text, path, settings, unsafe=unsafe).fixed.values()) == counts[key], (path, key)

@@ -1,13 +1,13 @@
 """Collect a report's numbers with the same discovery, config, selection and cache as ``mpslint check``.
 
 The fix numbers are not estimated from the findings' fix markers: the fixer
-really runs, in memory (``runner.run`` in diff mode writes nothing), once with
-safe fixes and once with unsafe ones too, so they are the numbers ``mpslint
---fix`` and ``mpslint --fix --unsafe-fixes`` print (fixes can enable other
-fixes, or be dropped when they conflict). Only files with an applicable fix
-go through the fixer: on any other file it changes nothing, so the check's
-own results stand for them and a report costs a check run plus the fixer's
-work on the files it would touch.
+really runs, in memory (``fixer.fix_text`` writes nothing), once with safe
+fixes and once with unsafe ones too, so they are the numbers ``mpslint --fix``
+and ``mpslint --fix --unsafe-fixes`` print (fixes can enable other fixes, or
+be dropped when they conflict). Only files with an applicable fix go through
+the fixer: on any other file it changes nothing, so the check's own results
+stand for them and a report costs a check run plus the fixer's work on the
+files it would touch.
 """
 
 from __future__ import annotations
@@ -51,8 +51,7 @@ def collect(
     errors = list(found.errors) + [(r.display, r.error) for r in results if r.error]
     diagnostics: Dict[str, List[Diagnostic]] = {r.display: r.diagnostics for r in results if r.error is None}
 
-    safe = _fix_run(files, diagnostics, unsafe=False, jobs=jobs)
-    unsafe = _fix_run(files, diagnostics, unsafe=True, jobs=jobs)
+    safe, unsafe = _fix_runs(files, diagnostics)
 
     report = Report(paths=list(paths), files_checked=sum(1 for r in results if r.error is None), errors=sorted(errors))
     report.max_findings_per_file = max_findings
@@ -77,14 +76,54 @@ def collect(
     return report
 
 
-def _fix_run(files: Sequence[FileSpec], diagnostics: Dict[str, List[Diagnostic]], *, unsafe: bool, jobs):
-    """display -> (fixed per code, remaining diagnostics) for the files the fixer would change."""
-    from mpslint.output import fix_applicable
-    from mpslint.runner import Mode, run
+def _fix_runs(files: Sequence[FileSpec], diagnostics: Dict[str, List[Diagnostic]]):
+    """Two maps display -> (fixes per code, remaining diagnostics), for --fix and for --fix --unsafe-fixes.
 
-    todo = [spec for spec in files if any(fix_applicable(d, unsafe) for d in diagnostics.get(spec[1], ()))]
-    results = run(todo, Mode(diff=True, unsafe=unsafe), jobs=jobs) if todo else []
-    return {r.display: (r.fixed, r.diagnostics) for r in results if r.error is None}
+    Only files with an applicable fix go through the fixer. It starts from the check's diagnostics
+    (``first_check``) instead of checking each file again, which is all ``mpslint --fix`` does in
+    its first pass. A file's unsafe run is its safe run whenever the safe run never saw an unsafe
+    fix: the fixer picks the same fixes in every pass then. That is known for sure when the safe
+    run took at most one pass (its first and last diagnostics are then every set it picked from).
+    """
+    from mpslint.output import fix_applicable
+
+    safe: Dict[str, FixResult] = {}
+    unsafe: Dict[str, FixResult] = {}
+    for path, display, settings in files:
+        found = diagnostics.get(display, ())
+        if any(fix_applicable(d, False) for d in found):
+            outcome = _fix(path, display, settings, found, unsafe=False)
+            if outcome is None:
+                continue  # as under `mpslint --fix`, a file the fixer fails on is not fixed
+            safe[display] = (outcome.fixed, outcome.diagnostics)
+            if outcome.passes <= 1 and outcome.error is None and not _has_unsafe_fix(found) \
+                    and not _has_unsafe_fix(outcome.diagnostics):
+                unsafe[display] = safe[display]
+                continue
+        if any(fix_applicable(d, True) for d in found):
+            outcome = _fix(path, display, settings, found, unsafe=True)
+            if outcome is not None:
+                unsafe[display] = (outcome.fixed, outcome.diagnostics)
+    return safe, unsafe
+
+
+FixResult = Tuple[Counter, List[Diagnostic]]
+
+
+def _has_unsafe_fix(found: Sequence[Diagnostic]) -> bool:
+    return any(d.fix is not None and d.fix.edits and d.fix.applicability is Applicability.UNSAFE for d in found)
+
+
+def _fix(path: str, display: str, settings: Settings, found: Sequence[Diagnostic], *, unsafe: bool):
+    from mpslint.fixer import fix_text
+    from mpslint.runner import read_file
+    from mpslint.source import SourceText
+
+    try:
+        source = SourceText.decode(read_file(path))
+        return fix_text(source.text, display, settings, unsafe=unsafe, newline=source.newline, first_check=list(found))
+    except Exception:  # noqa: BLE001 - the check already read this file; a crash here leaves it unfixed
+        return None
 
 
 def _outcome(command: str, diagnostics, fixes) -> FixOutcome:
