@@ -96,9 +96,9 @@ def render(report: Report) -> str:
         f"<title>mpslint report: {e(' '.join(report.paths) or '.')}</title>",
         f"<style>{STYLE}</style></head><body>",
         "<header><h1>MPS migration plan</h1>",
-        f'<p class="meta">{e(" ".join(report.paths) or ".")}: {e(plural(report.files_checked, "file"))} checked, '
-        f"{report.files_with_findings} with findings; torch floor {e(', '.join(report.floors) or '-')}; "
-        f"mpslint {e(__version__)}</p></header>",
+        f'<p class="meta">Checked <code>{e(" ".join(report.paths) or ".")}</code>: '
+        f"{e(plural(report.files_checked, 'file'))}, {report.files_with_findings} with findings; "
+        f"torch floor {e(', '.join(report.floors) or '-')}; mpslint {e(__version__)}</p></header>",
         _nav(report),
         "<main>",
         _verdict(report),

@@ -74,13 +74,13 @@ def next_steps(report: Report, diagnostics: Dict[str, List[Diagnostic]], flags: 
             "`mpslint rule CODE` says what to write instead.",
         ))
     scripts = _scripts(report, diagnostics)
-    for script in scripts:
+    if scripts:
         steps.append(Step(
-            f"Run {script} on an emulated mps device",
-            f"mpslint verify --simulate --max-steps 20 --timeout 600 {shlex.quote(script)}",
-            "runs the script with its ops checked against the MPS kernels of the installed torch (any OS, no Mac): "
-            "CPU fallbacks, host syncs per step, float64 and device mismatches, each with its line. On a Mac, "
-            "leave out --simulate.",
+            "Run a script on an emulated mps device",
+            "\n".join(f"mpslint verify --simulate --max-steps 20 --timeout 600 {shlex.quote(s)}" for s in scripts),
+            "runs the script with every op checked against the MPS kernels of the installed torch (any OS, no Mac) "
+            "and reports CPU fallbacks, host syncs per step, float64 and device mismatches, each with its line. "
+            "Add the script's own arguments after `--`; on a Mac, leave out --simulate to use the real device.",
         ))
     if scripts and not report.runtime:
         script = shlex.quote(scripts[0])
@@ -98,18 +98,21 @@ def _more_fixes(n: int) -> str:
 
 
 def _scripts(report: Report, diagnostics: Dict[str, List[Diagnostic]]) -> List[str]:
-    """Files that look like scripts that train or evaluate: hot-loop findings first, then by name."""
-    def score(path: str) -> Tuple[int, int, str]:
-        found = diagnostics.get(path, [])
-        hot = sum(1 for d in found if d.code.startswith("MPS2"))
+    """Scripts worth running: files with a ``__main__`` guard, training-like names and hot-loop findings first."""
+    def score(path: str) -> Tuple[int, int, int, str]:
         name = path.rsplit("/", 1)[-1].lower()
         named = any(name.startswith(prefix) for prefix in SCRIPT_NAMES)
-        return (-hot, 0 if named else 1, path)
+        hot = sum(1 for d in diagnostics.get(path, []) if d.code.startswith("MPS2"))
+        return (0 if _is_script(path) else 1, 0 if named else 1, -hot, path)
 
-    candidates = []
-    for row in report.files:
-        found = diagnostics.get(row.path, [])
-        name = row.path.rsplit("/", 1)[-1].lower()
-        if any(d.code.startswith("MPS2") for d in found) or any(name.startswith(p) for p in SCRIPT_NAMES):
-            candidates.append(row.path)
-    return sorted(candidates, key=score)[:VERIFY_SUGGESTIONS]
+    ranked = sorted((row.path for row in report.files), key=score)
+    return [path for path in ranked if _is_script(path)][:VERIFY_SUGGESTIONS]
+
+
+def _is_script(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return False
+    return "__main__" in text
