@@ -325,3 +325,18 @@ def test_each_file_counts_what_the_fixer_fixes_there(repo):
         text = (repo / path).read_text(encoding="utf-8")
         for unsafe, key in ((False, "fixed"), (True, "fixed_unsafe")):
             assert sum(fix_text(text, path, settings, unsafe=unsafe).fixed.values()) == counts[key], (path, key)
+
+
+def test_the_page_lists_the_findings_of_the_most_blocking_files_only(repo, monkeypatch):
+    from mpslint.report import as_html
+
+    monkeypatch.setattr(as_html, "MAX_FILE_SECTIONS", 3)
+    data = report("code")
+    html = report("code", fmt="html")
+    parsed = parse_html(html)
+    sections = [attrs["id"] for tag, attrs in parsed.tags if tag == "section" and attrs.get("class") == "file"]
+    assert sections == [f["anchor"] for f in data["files"][:3]]
+    rest = data["files"][3:]
+    assert f"The findings of {len(rest)} more files ({sum(f['counts']['findings'] for f in rest)} findings)" in html
+    hrefs = [attrs["href"][1:] for _, attrs in parsed.tags if "href" in attrs]
+    assert all(h in parsed.ids for h in hrefs)

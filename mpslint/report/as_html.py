@@ -20,6 +20,9 @@ from mpslint.report.model import Counts, FileRow, OpRow, Report, RuntimeRun
 from mpslint.report.verdict import directories, plural
 
 TOP_DIRECTORIES = 15  # bars in the "where" chart; the file table lists every file
+# Files whose findings the page lists (most blocking first): with at most --max-findings each, this
+# bounds the page on a repository with thousands of files with findings; the rest are counted.
+MAX_FILE_SECTIONS = 100
 
 STYLE = """
 :root { color-scheme: light dark; --bg: #fff; --fg: #1d1f23; --muted: #5b6270; --line: #d9dce1; --card: #f5f6f8;
@@ -181,7 +184,7 @@ def _where(report: Report) -> str:
     shown = "" if len(report.directories) <= TOP_DIRECTORIES else \
         f'<p class="note">The {TOP_DIRECTORIES} most blocking of {len(report.directories)} directories.</p>'
     rows = "".join(
-        f'<tr><td class="path"><a href="#{e(f.anchor)}">{e(f.path)}</a></td>{_count_cells(f.counts)}</tr>'
+        f'<tr><td class="path">{_file_link(report, f.anchor, f.path)}</td>{_count_cells(f.counts)}</tr>'
         for f in report.files
     )
     table = ('<table><thead><tr><th>file</th><th class="n">fail</th><th class="n">slow</th><th class="n">other</th>'
@@ -189,6 +192,17 @@ def _where(report: Report) -> str:
     return (f'<section id="where"><h2>Where</h2><p>{e(directories(len(report.directories)))}, '
             f"{e(plural(len(report.files), 'file'))} with findings; the files that fail on MPS most come first.</p>"
             f"{chart}{_legend(FAILS, SLOWS, OTHER)}{shown}{table}</section>")
+
+
+def _listed(report: Report) -> List[FileRow]:
+    return report.files[:MAX_FILE_SECTIONS]
+
+
+def _file_link(report: Report, anchor: Optional[str], text: str) -> str:
+    """A link to the file's findings when the page lists them, else its name."""
+    if anchor and any(f.anchor == anchor for f in _listed(report)):
+        return f'<a href="#{e(anchor)}">{e(text)}</a>'
+    return e(text)
 
 
 def _count_cells(c: Counts) -> str:
@@ -254,7 +268,8 @@ def _runtime(report: Report) -> str:
     if not report.runtime:
         return head + ("<p>No <code>mpslint verify</code> report was given. Run a script on an (emulated) mps device "
                        "and add its JSON report with <code>--verify-report</code>: see the next steps.</p></section>")
-    return head + "".join(_run(run) for run in report.runtime) + "</section>"
+    return head + "".join(_run(run, _file_link(report, run.file_anchor, run.script)) for run in report.runtime) \
+        + "</section>"
 
 
 def _loc(location: Optional[dict]) -> str:
@@ -263,9 +278,8 @@ def _loc(location: Optional[dict]) -> str:
     return f'<span class="loc">line {e(location.get("row", "?"))}</span> '
 
 
-def _run(run: RuntimeRun) -> str:
+def _run(run: RuntimeRun, script: str) -> str:
     where = "mps (simulated)" if run.simulated else "mps"
-    script = f'<a href="#{e(run.file_anchor)}">{e(run.script)}</a>' if run.file_anchor else e(run.script)
     facts = [f"on {where}", f"torch {run.torch_version}" if run.torch_version else ""]
     if run.ops_on_device is not None:
         facts.append(f"{run.ops_on_device} ops on the device")
@@ -319,7 +333,13 @@ def _findings(report: Report) -> str:
     limit = report.max_findings_per_file
     body = [f'<section id="findings"><h2>Findings by file</h2><p class="note">At most {limit} findings per file, '
             "in source order; the files that fail on MPS most come first.</p>"]
-    body.extend(_file(f) for f in report.files)
+    listed = _listed(report)
+    body.extend(_file(f) for f in listed)
+    if len(report.files) > len(listed):
+        rest = report.files[len(listed):]
+        body.append(f'<p class="note">The findings of {e(plural(len(rest), "more file"))} '
+                    f"({sum(f.counts.findings for f in rest)} findings) are counted above but not listed here: "
+                    f"<code>mpslint {e(' '.join(_quote(p) for p in report.paths))}</code> lists every one.</p>")
     body.append("</section>")
     return "".join(body)
 

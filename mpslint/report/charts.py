@@ -1,9 +1,10 @@
 """Horizontal stacked bars as inline SVG, the only chart the report draws.
 
 Hand-made rather than from a charting library: one chart type of rectangles
-and labels is a few dozen lines, while SVG charting libraries add a dependency
-and styles of their own (pygal also links its tooltip script from the web by
-default), and the page would have to override their colours for dark mode.
+and labels is a few dozen lines, while an SVG charting library adds a
+dependency and styles of its own that the page would have to override for
+dark mode (and pygal, the obvious one, links its tooltip script from the web
+by default).
 Colours here are CSS classes, so the page's stylesheet (light, dark, print)
 styles the charts as well. Every string is escaped; a bar's label may link
 into the page.
