@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from clitools import enter, run
+from clitools import enter
+from report_cli import run
 from mpslint import catalog
 from mpslint.knowledge import mps_kernels
 from mpslint.report import impact

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from clitools import enter, run
+from clitools import enter
+from report_cli import run
 
 pytestmark = pytest.mark.browser
 
