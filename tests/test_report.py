@@ -341,3 +341,18 @@ def test_the_page_lists_the_findings_of_the_most_blocking_files_only(repo, monke
     assert f"The findings of {len(rest)} more files ({sum(f['counts']['findings'] for f in rest)} findings)" in html
     hrefs = [attrs["href"][1:] for _, attrs in parsed.tags if "href" in attrs]
     assert all(h in parsed.ids for h in hrefs)
+
+
+def test_a_warm_report_reuses_the_fix_outcomes_and_says_the_same(repo, monkeypatch):
+    from mpslint import fixer
+
+    cold = report("code")
+    calls = []
+    original = fixer.fix_text
+    monkeypatch.setattr(fixer, "fix_text", lambda *a, **k: calls.append(a[1]) or original(*a, **k))
+    assert report("code") == cold
+    assert calls == []  # every outcome came from the cache
+    (repo / "code" / "cuda" / "train_cuda.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
+    changed = report("code")
+    assert calls == ["code/cuda/train_cuda.py"]  # only the changed file is fixed again (safe run reused)
+    assert changed["fix"]["fixed"] == cold["fix"]["fixed"] - 8 + 1

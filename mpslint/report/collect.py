@@ -51,7 +51,12 @@ def collect(
     errors = list(found.errors) + [(r.display, r.error) for r in results if r.error]
     diagnostics: Dict[str, List[Diagnostic]] = {r.display: r.diagnostics for r in results if r.error is None}
 
-    safe, unsafe = _fix_runs(files, diagnostics)
+    fix_cache = None
+    if cache_dir is not None:
+        from mpslint.report.fixcache import FixCache
+
+        fix_cache = FixCache(cache_dir)
+    safe, unsafe = _fix_runs(files, diagnostics, fix_cache)
 
     report = Report(paths=list(paths), files_checked=sum(1 for r in results if r.error is None), errors=sorted(errors))
     report.max_findings_per_file = max_findings
@@ -76,7 +81,7 @@ def collect(
     return report
 
 
-def _fix_runs(files: Sequence[FileSpec], diagnostics: Dict[str, List[Diagnostic]]):
+def _fix_runs(files: Sequence[FileSpec], diagnostics: Dict[str, List[Diagnostic]], fix_cache=None):
     """Two maps display -> (fixes per code, remaining diagnostics), for --fix and for --fix --unsafe-fixes.
 
     Only files with an applicable fix go through the fixer. It starts from the check's diagnostics
@@ -84,6 +89,7 @@ def _fix_runs(files: Sequence[FileSpec], diagnostics: Dict[str, List[Diagnostic]
     its first pass. A file's unsafe run is its safe run whenever the safe run never saw an unsafe
     fix: the fixer picks the same fixes in every pass then. That is known for sure when the safe
     run took at most one pass (its first and last diagnostics are then every set it picked from).
+    With a ``fix_cache``, unchanged files are not fixed again.
     """
     from mpslint.output import fix_applicable
 
@@ -92,7 +98,7 @@ def _fix_runs(files: Sequence[FileSpec], diagnostics: Dict[str, List[Diagnostic]
     for path, display, settings in files:
         found = diagnostics.get(display, ())
         if any(fix_applicable(d, False) for d in found):
-            outcome = _fix(path, display, settings, found, unsafe=False)
+            outcome = _fix(path, display, settings, found, unsafe=False, fix_cache=fix_cache)
             if outcome is None:
                 continue  # as under `mpslint --fix`, a file the fixer fails on is not fixed
             safe[display] = (outcome.fixed, outcome.diagnostics)
@@ -101,7 +107,7 @@ def _fix_runs(files: Sequence[FileSpec], diagnostics: Dict[str, List[Diagnostic]
                 unsafe[display] = safe[display]
                 continue
         if any(fix_applicable(d, True) for d in found):
-            outcome = _fix(path, display, settings, found, unsafe=True)
+            outcome = _fix(path, display, settings, found, unsafe=True, fix_cache=fix_cache)
             if outcome is not None:
                 unsafe[display] = (outcome.fixed, outcome.diagnostics)
     return safe, unsafe
@@ -114,14 +120,22 @@ def _has_unsafe_fix(found: Sequence[Diagnostic]) -> bool:
     return any(d.fix is not None and d.fix.edits and d.fix.applicability is Applicability.UNSAFE for d in found)
 
 
-def _fix(path: str, display: str, settings: Settings, found: Sequence[Diagnostic], *, unsafe: bool):
+def _fix(path: str, display: str, settings: Settings, found: Sequence[Diagnostic], *, unsafe: bool, fix_cache):
     from mpslint.fixer import fix_text
     from mpslint.runner import read_file
     from mpslint.source import SourceText
 
     try:
-        source = SourceText.decode(read_file(path))
-        return fix_text(source.text, display, settings, unsafe=unsafe, newline=source.newline, first_check=list(found))
+        data = read_file(path)
+        key = fix_cache.key(data, display, settings, unsafe=unsafe) if fix_cache is not None else None
+        outcome = fix_cache.get(key) if key is not None else None
+        if outcome is None:
+            source = SourceText.decode(data)
+            outcome = fix_text(source.text, display, settings, unsafe=unsafe, newline=source.newline,
+                               first_check=list(found))
+            if key is not None:
+                fix_cache.put(key, outcome)
+        return outcome
     except Exception:  # noqa: BLE001 - the check already read this file; a crash here leaves it unfixed
         return None
 
