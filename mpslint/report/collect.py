@@ -121,18 +121,21 @@ def _has_unsafe_fix(found: Sequence[Diagnostic]) -> bool:
 
 
 def _fix(path: str, display: str, settings: Settings, found: Sequence[Diagnostic], *, unsafe: bool, fix_cache):
-    from mpslint.fixer import fix_text
+    from mpslint.report.fixcache import Outcome
     from mpslint.runner import read_file
-    from mpslint.source import SourceText
 
     try:
         data = read_file(path)
         key = fix_cache.key(data, display, settings, unsafe=unsafe) if fix_cache is not None else None
         outcome = fix_cache.get(key) if key is not None else None
         if outcome is None:
+            from mpslint.fixer import fix_text  # LibCST: only when something is fixed here
+            from mpslint.source import SourceText
+
             source = SourceText.decode(data)
-            outcome = fix_text(source.text, display, settings, unsafe=unsafe, newline=source.newline,
-                               first_check=list(found))
+            fixed = fix_text(source.text, display, settings, unsafe=unsafe, newline=source.newline,
+                             first_check=list(found))
+            outcome = Outcome(fixed.fixed, fixed.diagnostics, fixed.error, fixed.passes)
             if key is not None:
                 fix_cache.put(key, outcome)
         return outcome

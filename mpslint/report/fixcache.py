@@ -16,10 +16,22 @@ import os
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Optional
+from typing import Counter as CounterType, List, NamedTuple, Optional
 
 from mpslint.config import Settings
-from mpslint.fixer import FixOutcome
+from mpslint.diagnostic import Diagnostic
+
+
+class Outcome(NamedTuple):
+    """What the report keeps of a fix run (``fixer.FixOutcome`` without the fixed text).
+
+    Its own type so that a run served from here imports neither the fixer nor LibCST.
+    """
+
+    fixed: CounterType[str]
+    diagnostics: List[Diagnostic]
+    error: Optional[str]
+    passes: int
 
 
 class FixCache:
@@ -35,7 +47,7 @@ class FixCache:
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key[2:]}.json"
 
-    def get(self, key: str) -> Optional[FixOutcome]:
+    def get(self, key: str) -> Optional[Outcome]:
         from mpslint.cache import diagnostic_from_json
 
         try:
@@ -43,17 +55,16 @@ class FixCache:
                 payload = json.loads(handle.read())
             if payload.get("key") != key:
                 return None
-            return FixOutcome(
-                text="",  # the report needs the counts, not the fixed code
-                fixed=Counter({str(code): int(n) for code, n in payload["fixed"].items()}),
-                diagnostics=[diagnostic_from_json(d) for d in payload["remaining"]],
-                error=payload["error"],
-                passes=int(payload["passes"]),
+            return Outcome(
+                Counter({str(code): int(n) for code, n in payload["fixed"].items()}),
+                [diagnostic_from_json(d) for d in payload["remaining"]],
+                payload["error"],
+                int(payload["passes"]),
             )
         except Exception:  # noqa: BLE001 - missing, corrupt or foreign: a miss
             return None
 
-    def put(self, key: str, outcome: FixOutcome) -> None:
+    def put(self, key: str, outcome: Outcome) -> None:
         from mpslint.cache import diagnostic_to_json
 
         payload = {
