@@ -356,3 +356,11 @@ def test_a_warm_report_reuses_the_fix_outcomes_and_says_the_same(repo, monkeypat
     changed = report("code")
     assert calls == ["code/cuda/train_cuda.py"]  # only the changed file is fixed again (safe run reused)
     assert changed["fix"]["fixed"] == cold["fix"]["fixed"] - 8 + 1
+
+
+def test_a_fix_that_reveals_findings_is_explained(repo):
+    data = report("code")
+    total = data["fix"]["fixed"] + data["fix"]["remaining"]
+    assert total != data["counts"]["findings"]  # the fixtures have such a fix; otherwise this test says nothing
+    note = f"The fix runs count {total}"
+    assert note in report("code", fmt="markdown") and note in report("code", fmt="html")

@@ -166,13 +166,28 @@ def _verdict(report: Report) -> str:
         remaining = (f'<p>{e(plural(c.findings, "finding"))} in all. <code>mpslint --fix</code> fixes {safe.fixed} and '
                      f"leaves {safe.remaining} ({safe.remaining_fails} failing); with <code>--unsafe-fixes</code> "
                      f"{unsafe.fixed if unsafe else 0} are fixed and {unsafe.remaining if unsafe else 0} left "
-                     f"({unsafe.remaining_fails if unsafe else 0} failing).</p>")
+                     f"({unsafe.remaining_fails if unsafe else 0} failing).{_recount(report)}</p>")
     errors = ""
     if report.errors:
         items = "".join(f"<li><code>{e(path)}</code>: {e(message)}</li>" for path, message in report.errors)
         errors = f'<p class="note">{e(plural(len(report.errors), "path"))} could not be checked:</p><ul>{items}</ul>'
     return (f'<section id="verdict"><h2>Verdict</h2><p class="verdict verdict-{e(report.verdict)}">'
             f"{_md_code(report.verdict_text)}</p>{numbers}{remaining}{chart}{errors}</section>")
+
+
+def recount_note(report: Report) -> str:
+    """When fixing changes the total: a fixed line can show a finding the original hid (Ruff counts the same way)."""
+    outcomes = [o for o in (report.fix, report.fix_unsafe) if o is not None]
+    totals = sorted({o.fixed + o.remaining for o in outcomes} - {report.counts.findings})
+    if not totals:
+        return ""
+    return (f"The fix runs count {' and '.join(map(str, totals))} findings in all, not {report.counts.findings}: "
+            "fixing made new findings appear, as `mpslint --fix` reports too.")
+
+
+def _recount(report: Report) -> str:
+    note = recount_note(report)
+    return " " + _md_code(note) if note else ""
 
 
 def _where(report: Report) -> str:

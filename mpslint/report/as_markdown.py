@@ -16,7 +16,7 @@ from typing import List
 
 from mpslint import __version__
 from mpslint.catalog import DOCS_URL
-from mpslint.report.as_html import op_status
+from mpslint.report.as_html import op_status, recount_note
 from mpslint.report.impact import LABELS
 from mpslint.report.model import Report, RuntimeRun
 from mpslint.report.verdict import directories, plural
@@ -82,6 +82,8 @@ def render(report: Report) -> str:
         f"torch floor {text(', '.join(report.floors) or '-')}.",
         "",
     ]
+    if recount_note(report):
+        out += [message(recount_note(report)), ""]
     if report.errors:
         out += [f"{plural(len(report.errors), 'path')} could not be checked:", ""]
         out += [f"- {code(path)}: {text(msg)}" for path, msg in report.errors] + [""]
