@@ -47,7 +47,8 @@ h3 { margin-bottom: 4px; word-break: break-all; }
 .numbers { display: flex; gap: 12px; flex-wrap: wrap; margin: 12px 0; }
 .number { flex: 1 1 200px; background: var(--card); border-radius: 6px; padding: 10px 14px; }
 .number b { display: block; font-size: 2em; line-height: 1.2; }
-.number.fails b { color: var(--fails); } .number.slows b { color: var(--slows); } .number.fixed b { color: var(--fixed); }
+.number.fails b { color: var(--fails); } .number.slows b { color: var(--slows); }
+.number.fixed b { color: var(--fixed); }
 table { border-collapse: collapse; width: 100%; margin: 8px 0; }
 th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
@@ -147,7 +148,8 @@ def _verdict(report: Report) -> str:
     numbers = (
         '<div class="numbers">'
         f'<div class="number fails"><b>{c.fails}</b>{"finding fails" if c.fails == 1 else "findings fail"} on MPS</div>'
-        f'<div class="number slows"><b>{c.slows}</b>{"finding slows" if c.slows == 1 else "findings slow"} MPS down</div>'
+        f'<div class="number slows"><b>{c.slows}</b>'
+        f'{"finding slows" if c.slows == 1 else "findings slow"} MPS down</div>'
         f'<div class="number fixed"><b>{fixed}</b>fixed by <code>mpslint --fix</code>{more}</div>'
         "</div>"
     )

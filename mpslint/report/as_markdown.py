@@ -97,13 +97,15 @@ def _where(report: Report) -> List[str]:
         return []
     out = ["### Where", "", "| directory | fail | slow | other | files |", "|---|---:|---:|---:|---:|"]
     for d in report.directories[:TOP_DIRECTORIES]:
-        out.append(f"| {code(d.path, table=True)} | {d.counts.fails} | {d.counts.slows} | {d.counts.other} | {d.files} |")
+        c = d.counts
+        out.append(f"| {code(d.path, table=True)} | {c.fails} | {c.slows} | {c.other} | {d.files} |")
     if len(report.directories) > TOP_DIRECTORIES:
         out.append(f"\nThe {TOP_DIRECTORIES} most blocking of {directories(len(report.directories))}.")
     out += ["", f"<details><summary>{plural(len(report.files), 'file')} with findings, most blocking first</summary>",
             "", "| file | fail | slow | other | fixed by `--fix` |", "|---|---:|---:|---:|---:|"]
     for f in report.files[:MAX_FILES]:
-        out.append(f"| {code(f.path, table=True)} | {f.counts.fails} | {f.counts.slows} | {f.counts.other} | {f.counts.fixed} |")
+        c = f.counts
+        out.append(f"| {code(f.path, table=True)} | {c.fails} | {c.slows} | {c.other} | {c.fixed} |")
     if len(report.files) > MAX_FILES:
         out.append(f"\nand {len(report.files) - MAX_FILES} more files.")
     out += ["", "</details>", ""]

@@ -36,7 +36,8 @@ def output_format_for(output_format: Optional[str], output_file: Optional[str]) 
 @click.option("--output-format", type=click.Choice(FORMATS), default=None,
               help="markdown (default; a pull-request comment), html (one self-contained page) or json. "
                    "Without it, the suffix of --output-file decides (.html, .md, .json).")
-@click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=str), help="Write the report to this file.")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=str),
+              help="Write the report to this file.")
 @click.option("--verify-report", "verify_reports", multiple=True, type=click.Path(dir_okay=False, path_type=str),
               metavar="FILE", help="An `mpslint verify --output-format json` report to show next to the findings "
                                    "(repeatable).")
