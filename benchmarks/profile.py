@@ -4,10 +4,10 @@
     python benchmarks/profile.py --corpus DIR    # any unpacked source tree
 
 Every file is checked as ``mpslint --no-cache -j 1`` would (``runner.run``),
-with a timer around each stage: reading and decoding, the byte prefilter,
-Python's parse and the index for the screens, the screens themselves,
-LibCST's parse, the engine's walk, the rules (with the shared analyses they
-build), positions and fixes of the findings, and suppressions. Timers are
+with a timer around each stage: reading and decoding, Python's parse, the
+byte prefilter, the file's tree, the rules (with the shared analyses they
+build), positions and fixes of the findings (with LibCST's parse for files
+whose fixes need it), and suppressions. Timers are
 plain ``perf_counter`` calls around a few dozen thousand calls, so unlike
 cProfile they barely slow the Python parts down against the C parts. The
 byte counts say how much of the corpus each stage saw. Not a test: it
@@ -27,12 +27,9 @@ from typing import Callable, Dict, List, Tuple
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-import libcst  # noqa: E402
-
-from mpslint import engine, runner, source  # noqa: E402
-from mpslint.analysis import device_flow, loops, tree  # noqa: E402
+from mpslint import engine, fixes, runner, source  # noqa: E402
+from mpslint.analysis import cuda_context, device_flow, loops, tree  # noqa: E402
 from mpslint.config import Settings  # noqa: E402
-from mpslint.screen import facts  # noqa: E402
 from mpslint.suppressions import Suppressions  # noqa: E402
 
 SPENT: Dict[str, float] = defaultdict(float)
@@ -68,27 +65,26 @@ def instrument() -> None:
     runner.read_file = timed("read", runner.read_file)
     decode = source.SourceText.decode.__func__
     source.SourceText.decode = classmethod(timed("decode", decode))
+    engine.parse = timed("Python's parse", engine.parse, measure_bytes=True)
     engine.rules_for_text = timed("byte prefilter", engine.rules_for_text, measure_bytes=True)
-    engine.screen_rules = timed("screens (all)", engine.screen_rules, measure_bytes=True)
-    facts.parse = timed("screens: Python's ast.parse", facts.parse, measure_bytes=True)
-    facts.build_index = timed("screens: index", facts.build_index)
-    libcst.parse_module = timed("LibCST parse", libcst.parse_module, measure_bytes=True)
-    engine.Tree = timed("engine walk (Tree)", tree.Tree)
-    engine._Dispatcher._call = timed("rules (all)", engine._Dispatcher._call)
+    engine.Tree = timed("tree", tree.Tree)
+    engine._Dispatcher.run = timed("rules (all)", engine._Dispatcher.run)
     device_flow.DeviceFlow.__init__ = timed("rules: DeviceFlow", device_flow.DeviceFlow.__init__)
     loops.HotLoops.__init__ = timed("rules: HotLoops", loops.HotLoops.__init__)
+    cuda_context.CudaContext.__init__ = timed("rules: CudaContext", cuda_context.CudaContext.__init__)
     engine._resolve = timed("positions and fixes", engine._resolve)
+    fixes.FixContext.__init__ = timed("fixes: LibCST parse and ranges", fixes.FixContext.__init__)
     Suppressions.scan = classmethod(timed("noqa", Suppressions.scan.__func__))
 
 
 # Stage -> the stages inside it (their time is shown on their own rows).
 INSIDE = {
-    "screens (all)": ("screens: Python's ast.parse", "screens: index"),
-    "rules (all)": ("rules: DeviceFlow", "rules: HotLoops"),
+    "rules (all)": ("rules: DeviceFlow", "rules: HotLoops", "rules: CudaContext"),
+    "positions and fixes": ("fixes: LibCST parse and ranges",),
 }
-ORDER = ["read", "decode", "byte prefilter", "screens: Python's ast.parse", "screens: index", "screens (all)",
-         "LibCST parse", "engine walk (Tree)", "rules: DeviceFlow", "rules: HotLoops", "rules (all)",
-         "positions and fixes", "noqa", "cyclic garbage collector"]
+ORDER = ["read", "decode", "Python's parse", "byte prefilter", "tree", "rules: DeviceFlow", "rules: HotLoops",
+         "rules: CudaContext", "rules (all)", "fixes: LibCST parse and ranges", "positions and fixes", "noqa",
+         "cyclic garbage collector"]
 
 
 def report(total: float, files: int, corpus_bytes: int) -> List[Tuple[str, float, str]]:
@@ -97,7 +93,7 @@ def report(total: float, files: int, corpus_bytes: int) -> List[Tuple[str, float
     for name in ORDER:
         own = SPENT[name] - sum(SPENT[inner] for inner in INSIDE.get(name, ()))
         accounted += own
-        label = {"screens (all)": "screens: the rules' own questions", "rules (all)": "rules: the visits themselves"}.get(name, name)
+        label = {"rules (all)": "rules: the visits themselves"}.get(name, name)
         seen = f"{BYTES[name] / 1e6:.1f} MB" if name in BYTES else f"{CALLS[name]} calls"
         rows.append((label, own, seen))
     rows.append(("the rest (runner, output, results)", total - accounted, ""))
@@ -126,7 +122,7 @@ def main(argv=None) -> int:
     total = time.perf_counter() - start
     findings = sum(len(r.diagnostics) for r in results)
     report(total, len(paths), sum(p.stat().st_size for p in paths))
-    print(f"\n{findings} findings. LibCST parsed {CALLS['LibCST parse']} of {len(paths)} files.")
+    print(f"\n{findings} findings. LibCST parsed {CALLS['fixes: LibCST parse and ranges']} of {len(paths)} files.")
     return 0
 
 

@@ -1,7 +1,9 @@
 """The command line: ``mpslint [PATHS]`` (= ``mpslint check``), ``mpslint rule``, ``mpslint verify``.
 
-Exit codes: 0 clean (or everything fixed), 1 findings remain (or ``--diff``
-would change something), 2 usage, configuration or internal error.
+Exit codes, as Ruff's: 0 clean (or everything fixed), 1 findings remain (or
+``--diff`` would change something), 2 usage, configuration or internal error.
+A path that cannot be read or decoded is a finding (MPS001, Ruff's E902), so
+every report format shows it; ``--strict`` makes it, and MPS900, exit 2.
 
 Imports stay inside the functions that need them: ``mpslint one_file.py`` in
 pre-commit should cost little more than importing LibCST.
@@ -12,11 +14,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import click
 
 from mpslint import __version__
+
+if TYPE_CHECKING:
+    from mpslint.diagnostic import Diagnostic
 
 FORMAT_CHOICES = ("concise", "full", "json", "sarif", "github", "junit")
 # Subcommands whose module is imported only when used (the verifier belongs to another package area).
@@ -56,8 +61,9 @@ class MpslintGroup(click.Group):
 
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        # Listing commands in `mpslint --help` must not import the verifier (and torch).
-        rows = [(name, command.get_short_help_str(60)) for name, command in sorted(self.commands.items())]
+        # Listing commands in `mpslint --help` must not import the verifier (and torch). Each description is
+        # the command's first sentence, whole: click's default cuts it at 45 characters, mid-sentence.
+        rows = [(name, command.get_short_help_str(limit=1000)) for name, command in sorted(self.commands.items())]
         rows += [(name, help_text) for name, (_, _, help_text) in LAZY_COMMANDS.items() if name not in self.commands]
         with formatter.section("Commands"):
             formatter.write_dl(sorted(rows))
@@ -126,8 +132,8 @@ def _split(values: Sequence[str]) -> Tuple[str, ...]:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=str), help="Use this config file for all files.")
 @click.option("--stdin-filename", metavar="PATH", help="The path of the code read from stdin (for config and messages).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: one per CPU).")
-@click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
-@click.option("--strict", is_flag=True, help="Exit 2 when a rule crashed (MPS900).")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only: no summary, no warnings about the configuration or an empty run.")
+@click.option("--strict", is_flag=True, help="Exit 2 when a rule crashed (MPS900) or a path could not be read (MPS001).")
 @click.option("-v", "--verbose", is_flag=True, help="Print the traceback of internal errors (MPS900).")
 @click.version_option(__version__, "--version", prog_name="mpslint", message="%(prog)s %(version)s")
 def check(paths: Tuple[str, ...], **flags) -> None:
@@ -168,20 +174,27 @@ def _check(
     strict: bool,
     verbose: bool,
 ) -> int:
-    from mpslint.config import ConfigError, ConfigResolver, Overrides, parse_torch_version
+    from mpslint.config import ConfigError, ConfigResolver, Overrides, check_torch_floor, parse_torch_version
     from mpslint.runner import Mode
 
     use_stdin = "-" in paths or (stdin_filename is not None and not paths)
     if use_stdin and len(paths) > 1:
         raise UsageFailure("`-` (stdin) cannot be combined with other paths")
+    warnings: List[str] = []
     try:
+        floor = None
+        if torch_version is not None:
+            floor = parse_torch_version(torch_version)
+            warning = check_torch_floor(floor, "--torch-version")
+            if warning is not None:
+                warnings.append(warning)
         overrides = Overrides(
             select=_split(select) if select else None,
             ignore=_split(ignore),
             extend_select=_split(extend_select),
             exclude=_split(exclude) if exclude else None,
             extend_exclude=_split(extend_exclude),
-            torch_version=parse_torch_version(torch_version) if torch_version is not None else None,
+            torch_version=floor,
         )
         resolver = ConfigResolver(overrides, Path(config_path) if config_path else None)
     except ConfigError as exc:
@@ -192,22 +205,32 @@ def _check(
     try:
         if use_stdin:
             results, sources, stdin_output = _run_stdin(stdin_filename, resolver, mode, force_exclude)
-            errors: List[Tuple[str, str]] = []
+            unreadable: List["Diagnostic"] = []
         else:
-            results, errors, sources = _run_paths(
+            results, unreadable, sources = _run_paths(
                 list(paths) or ["."], resolver, mode, force_exclude, jobs, None if no_cache else cache_dir, no_cache
             )
     except ConfigError as exc:
         raise UsageFailure(str(exc)) from None
+    if not quiet:
+        for warning in warnings + resolver.warnings:
+            click.echo(f"warning: {warning}", err=True)
     if results is None:  # stdin named an excluded file
         return 0
 
+    from mpslint.diagnostic import IO_ERROR
+    from mpslint.output import Options
+    from mpslint.output.concise import header
     from mpslint.output.summary import show_fixes as render_show_fixes, statistics as render_statistics, summary
 
-    remaining = sorted((d for r in results for d in r.diagnostics), key=lambda d: d.sort_key())
+    remaining = sorted(unreadable + [d for r in results for d in r.diagnostics], key=lambda d: d.sort_key())
     fixed_total = sum(sum(r.fixed.values()) for r in results)
-    for path, message in errors + [(r.display, r.error) for r in results if r.error]:
+    failures = [(r.display, r.error) for r in results if r.error]
+    for path, message in failures:
         click.echo(f"error: {path}: {message}", err=True)
+    nothing_checked = not results and not unreadable  # only paths: stdin always gives a result
+    if nothing_checked and not quiet:
+        click.echo("warning: No Python files found under the given path(s)", err=True)
     if verbose:
         for r in results:
             if r.detail:
@@ -216,26 +239,30 @@ def _check(
         if r.warning:
             click.echo(f"warning: {r.display}: {r.warning}", err=True)
     internal = [d for d in remaining if d.code == "MPS900"]
+    io_errors = [d for d in remaining if d.code == IO_ERROR]
     if verbose:
         for d in internal:
             click.echo(f"{d.filename}: {d.message}\n{d.detail or ''}", err=True)
+    # MPS001 and MPS900 are findings like any other (exit 1, as Ruff's E902); --strict makes them exit 2.
+    failed = bool(failures) or (strict and bool(internal or io_errors))
 
     if mode.diff:
         diffs = "".join(r.diff for r in results if r.diff)
         would = fixed_total
         _emit(diffs, output_file, err=False)
+        for d in io_errors:  # stdout holds the diff only: a path the diff could not cover is said on stderr
+            click.echo(header(d, Options()), err=True)
         if not quiet:
             click.echo(f"Would fix {_plural(would)}." if would else "No fixes would be applied.", err=True)
         changed = any(r.diff for r in results)
-        failed = bool(errors) or any(r.error for r in results) or (strict and internal)
-        return 2 if failed else (1 if changed else 0)
+        return 2 if failed else (1 if changed or io_errors else 0)
 
     stdin_fix = use_stdin and mode.fix
     if stdin_fix:
         # The fixed source is the only thing on stdout (in the input's own encoding); the report goes to stderr.
         click.echo(stdin_output, nl=False)
 
-    from mpslint.output import Options, render
+    from mpslint.output import render
 
     options = Options(unsafe=unsafe_fixes, source=lambda path: _source(path, sources))
     pieces: List[str] = []
@@ -247,7 +274,11 @@ def _check(
     if show_fixes and mode.fix:
         notes.append(render_show_fixes([(r.display, r.fixed) for r in results]))
     if not quiet and (not machine or stdin_fix):
-        notes.append("\n".join(summary(remaining, fixed_total, unsafe=unsafe_fixes, fixing=mode.fix)) + "\n")
+        lines = summary(remaining, fixed_total, unsafe=unsafe_fixes, fixing=mode.fix)
+        if not (remaining or fixed_total) and (failures or nothing_checked):
+            lines = []  # "All checks passed!" only when every path asked for was checked
+        if lines:
+            notes.append("\n".join(lines) + "\n")
     if machine:
         _emit("".join(pieces), output_file, err=stdin_fix)
         for note in notes:
@@ -258,9 +289,7 @@ def _check(
             report += "\n"  # the last source block and the summary are separate paragraphs
         _emit(report + "".join(notes), output_file, err=stdin_fix)
 
-    if errors or any(r.error for r in results):
-        return 2
-    if strict and internal:
+    if failed:
         return 2
     if exit_zero:
         return 0
@@ -322,10 +351,13 @@ def _run_stdin(stdin_filename: Optional[str], resolver, mode, force_exclude: boo
     result = process_bytes_safely(data, display, settings, mode, target=None)
     sources: Dict[str, object] = {}
     fixed_bytes = data  # undecodable or unchanged input passes through untouched: an editor must not lose it
-    if result.error is None:
-        from mpslint.source import SourceText
+    from mpslint.source import DecodeError, SourceText
 
-        source = SourceText.decode(data)
+    try:
+        source: Optional[SourceText] = SourceText.decode(data)
+    except DecodeError:
+        source = None
+    if result.error is None and source is not None:
         sources[display] = result.text if result.text is not None else source.text
         if result.text is not None and result.fixed:
             fixed_bytes = source.encode(result.text)
@@ -344,7 +376,9 @@ def _run_paths(paths: List[str], resolver, mode, force_exclude: bool, jobs, cach
 
         cache_path = Path(cache_dir) if cache_dir else resolver.cache_root() / CACHE_DIR_NAME
     results = run(files, mode, jobs=jobs, cache_dir=cache_path)
-    return results, found.errors, {}
+    from mpslint.diagnostic import io_error
+
+    return results, [io_error(path, message) for path, message in found.errors], {}
 
 
 @main.command("rule")

@@ -73,3 +73,15 @@ class Diagnostic:
     @property
     def fixable(self) -> bool:
         return self.fix is not None and self.fix.applicability is not Applicability.DISPLAY_ONLY
+
+
+IO_ERROR = "MPS001"
+
+
+def io_error(filename: str, message: str) -> Diagnostic:
+    """A path that could not be read or decoded, as a finding (Ruff's E902), so every report format shows it.
+
+    It sits at 1:1: there is no text to point into.
+    """
+    start = Location(1, 1)
+    return Diagnostic(IO_ERROR, message, filename, start, start)

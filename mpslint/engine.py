@@ -1,8 +1,18 @@
-"""Check one file: prefilter -> parse -> one traversal with every rule -> diagnostics.
+"""Check one file: parse -> prefilter -> the rules on one tree -> diagnostics -> fixes.
 
-The engine never raises for bad input: a file that does not parse is an
-MPS000 diagnostic, and a rule that crashes is an MPS900 diagnostic naming the
-rule while the other rules go on.
+1. Python's own parser reads every file (a file it rejects is an MPS000,
+   whatever else it contains).
+2. The prefilter drops the rules whose trigger strings the text lacks.
+3. The remaining rules run on the file's ``ast`` (``analysis.tree.Tree``),
+   asking the shared analyses; each node class is visited by the rules that
+   handle it.
+4. Findings get positions from the ``ast``; findings that can be fixed get
+   their fixes written with LibCST (``mpslint.fixes``), which is only parsed
+   for such files.
+
+The engine never raises for bad input: a rule that crashes is an MPS900
+diagnostic naming the rule while the other rules go on, and a file LibCST
+cannot read simply gets no fixes.
 """
 
 from __future__ import annotations
@@ -10,20 +20,18 @@ from __future__ import annotations
 import ast
 import gc
 import re
+import sys
 import traceback
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
-
-import libcst as cst
 
 from mpslint import registry
 from mpslint.analysis.tree import Tree
 from mpslint.checks.base import Context, FixSpec, NodeEdit, Report, Rule, RuleClass
 from mpslint.config import Settings
 from mpslint.diagnostic import Diagnostic, Edit, Fix, Location
-from mpslint.positions import node_ranges
-from mpslint.screen import screen_rules
 from mpslint.source import brackets_too_deep, line_starts
 from mpslint.suppressions import Suppressions
 
@@ -86,8 +94,7 @@ def _collector_paused():
 
     Parsing allocates hundreds of thousands of objects, none of them garbage
     until the file is done, and CPython's collector would rescan them again and
-    again as they pile up (measured on transformers: checking took 15-20% longer,
-    Python's own parse 24%). What the file leaves in reference cycles is
+    again as they pile up. What the file leaves in reference cycles is
     collected on the first allocation after the collector is back.
     """
     if not gc.isenabled():
@@ -101,33 +108,53 @@ def _collector_paused():
 
 
 def _check_text(text: str, path: str, settings: Settings, prefilter: bool, apply_noqa: bool) -> CheckResult:
+    module = parse(text, path)
+    if isinstance(module, Diagnostic):
+        return CheckResult([module], parsed=False)
     classes = registry.classes_for(settings.select)
     if prefilter:
         classes = rules_for_text(text, classes)
-        if classes:
-            classes = screen_rules(text, classes, settings)
-        if not classes:
-            return CheckResult(skipped=True)
-    if brackets_too_deep(text) and _python_rejects(text, path):
-        return CheckResult([_syntax_diagnostic(path, text, None)], parsed=False)
-    try:
-        module = cst.parse_module(text)
-    except cst.ParserSyntaxError as exc:
-        return CheckResult([_syntax_diagnostic(path, text, exc)], parsed=False)
-    except (RecursionError, MemoryError):
-        diagnostic = Diagnostic(
-            INVALID_SYNTAX,
-            "could not parse: the file is nested too deeply",
-            path,
-            Location(1, 1),
-            Location(1, 1),
-        )
-        return CheckResult([diagnostic], parsed=False)
+    if not classes:
+        return CheckResult(skipped=True)
     return CheckResult(check_module(module, text, path, settings, classes, apply_noqa=apply_noqa))
 
 
+def parse(text: str, path: str):
+    """The file's ``ast``, or the MPS000 diagnostic saying why Python cannot read it."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences and the like: not ours to report
+            return compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as err:
+        row, column = err.lineno or 1, max(err.offset or 1, 1)
+        message = f"could not parse: {err.msg or 'invalid syntax'}"
+        if _parses_with_libcst(text):
+            version = ".".join(map(str, sys.version_info[:2]))
+            message += (f" (Python {version}, which runs mpslint, cannot read this syntax: "
+                        "run mpslint with the Python version the project uses)")
+        return Diagnostic(INVALID_SYNTAX, message, path, Location(row, column), Location(row, column))
+    except (ValueError, RecursionError, MemoryError, OverflowError) as err:  # NUL bytes, absurd nesting
+        message = _first_line(str(err)) or "invalid source"
+        if isinstance(err, (RecursionError, MemoryError)):
+            message = "the file is nested too deeply"
+        return Diagnostic(INVALID_SYNTAX, f"could not parse: {message}", path, Location(1, 1), Location(1, 1))
+
+
+def _parses_with_libcst(text: str) -> bool:
+    """Whether LibCST, which reads syntax newer than the running Python, accepts the file."""
+    if brackets_too_deep(text):
+        return False  # LibCST's native parser has no nesting limit of its own
+    import libcst as cst
+
+    try:
+        cst.parse_module(text)
+    except Exception:  # noqa: BLE001 - any failure means: not valid newer syntax either
+        return False
+    return True
+
+
 def check_module(
-    module: cst.Module,
+    module: ast.Module,
     text: str,
     path: str,
     settings: Settings,
@@ -135,10 +162,11 @@ def check_module(
     *,
     apply_noqa: bool = True,
 ) -> List[Diagnostic]:
-    ctx = Context(module, text, path, settings)
+    tree = Tree(module, text)
+    ctx = Context(tree, path, settings)
     dispatcher = _Dispatcher(ctx, classes)
     try:
-        dispatcher.run(module)
+        dispatcher.run()
     except RecursionError:
         dispatcher.failures.setdefault("<traversal>", "RecursionError: the file is nested too deeply")
     try:
@@ -154,45 +182,34 @@ def check_module(
 
 
 class _Dispatcher:
-    """Feeds every rule from one walk of the tree, and contains crashes.
-
-    The walk is the ``Tree`` analysis's (every syntax node in LibCST's visiting
-    order, iteratively, so deep nesting cannot hit the recursion limit); rules
-    get ``visit_<Node>`` calls in that order, with every parent already known.
-    ``CSTNode.visit`` is not used: it rebuilds each node it passes, which costs
-    as much as the parse.
-    """
+    """Feeds every rule the nodes of the classes it handles, in source order, and contains crashes."""
 
     def __init__(self, ctx: Context, classes: Sequence[RuleClass]) -> None:
         self.ctx = ctx
         self.failures: Dict[str, str] = {}
-        self.visit: Dict[str, List[Tuple[Rule, Callable[[cst.CSTNode], object]]]] = {}
+        self.visit: Dict[type, List[Tuple[Rule, Callable[[ast.AST], object]]]] = {}
         for cls in classes:
             rule = cls(ctx)
             for name in _handlers(cls):
-                self.visit.setdefault(name[len("visit_"):], []).append((rule, getattr(rule, name)))
+                node_class = getattr(ast, name[len("visit_"):], None)
+                if node_class is not None:
+                    self.visit.setdefault(node_class, []).append((rule, getattr(rule, name)))
 
-    def run(self, module: cst.Module) -> None:
-        tree = Tree(module)
-        self.ctx.adopt_tree(tree)
-        visit_table, call = self.visit, self._call
-        for node in tree.start:  # pre-order
-            handlers = visit_table.get(type(node).__name__)
-            if handlers:
-                call(handlers, node)
+    def run(self) -> None:
+        tree, visit = self.ctx.tree, self.visit
+        for node_class in list(visit):
+            for node in tree.of_type(node_class):
+                handlers = visit[node_class]
+                if not handlers:
+                    break
+                for rule, method in handlers:
+                    try:
+                        method(node)
+                    except Exception as exc:  # a bug in a rule: contain it to that rule
+                        self._disable(rule, exc)
 
-    def _call(self, handlers: List[Tuple[Rule, Callable[[cst.CSTNode], object]]], node: cst.CSTNode) -> None:
-        for rule, method in list(handlers):
-            try:
-                method(node)
-            except Exception as exc:  # a bug in a rule: contain it to that rule
-                self._disable(rule)
-                self.failures.setdefault(
-                    rule.CODE,
-                    f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exc()),
-                )
-
-    def _disable(self, rule: Rule) -> None:
+    def _disable(self, rule: Rule, exc: Exception) -> None:
+        self.failures.setdefault(rule.CODE, _failure(exc))
         for key, handlers in self.visit.items():
             self.visit[key] = [h for h in handlers if h[0] is not rule]
         self.ctx.reports = [r for r in self.ctx.reports if r.code != rule.CODE]
@@ -210,35 +227,8 @@ def _handlers(cls: RuleClass) -> Tuple[str, ...]:
     return names
 
 
-def _syntax_diagnostic(path: str, text: str, exc: Optional[cst.ParserSyntaxError]) -> Diagnostic:
-    """MPS000 with Python's own wording where it has one ("'(' was never closed")."""
-    row, column, message = 1, 1, "invalid syntax"
-    if exc is not None:
-        row, column = max(exc.raw_line, 1), max(exc.raw_column, 0) + 1
-        message = f"LibCST cannot parse this: {_first_line(exc.message)}"
-    try:
-        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as err:
-        message = err.msg or "invalid syntax"
-        if err.lineno:
-            row, column = err.lineno, max(err.offset or 1, 1)
-    except (ValueError, RecursionError, MemoryError) as err:  # NUL bytes, absurd nesting
-        message = _first_line(str(err)) or "invalid source"
-    return Diagnostic(
-        INVALID_SYNTAX,
-        f"could not parse: {message}",
-        path,
-        Location(row, column),
-        Location(row, column),
-    )
-
-
-def _python_rejects(text: str, path: str) -> bool:
-    try:
-        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return True
-    return False
+def _failure(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exc())
 
 
 def _first_line(text: str) -> str:
@@ -247,7 +237,8 @@ def _first_line(text: str) -> str:
 
 def _resolve(ctx: Context, path: str, failures: Dict[str, str]) -> List[Diagnostic]:
     """Reports (nodes) -> diagnostics (positions, text edits). Positions are computed only here."""
-    diagnostics: List[Diagnostic] = []
+    diagnostics = _findings(ctx, path)
+    failures = {**failures, **{code: detail for code, detail in ctx.fix_failures.items() if code not in failures}}
     for code, detail in sorted(failures.items()):
         name = registry.name_of(code) if code.startswith("MPS") else code
         diagnostics.append(
@@ -261,48 +252,68 @@ def _resolve(ctx: Context, path: str, failures: Dict[str, str]) -> List[Diagnost
                 detail=detail,
             )
         )
+    return diagnostics
+
+
+def _findings(ctx: Context, path: str) -> List[Diagnostic]:
+    diagnostics: List[Diagnostic] = []
     if not ctx.reports:
         return diagnostics
-    positions = node_ranges(ctx.module, _anchors(ctx.reports))
-    resolver = _EditResolver(ctx, positions)
+    tree = ctx.tree
+    resolver = _EditResolver(ctx)
     seen = set()
     for report in ctx.reports:
         try:
-            rng = positions[report.node]
-        except KeyError:  # a rule reported a node it built itself: a rule bug
+            (row, column), (end_row, end_column) = tree.start(report.node), tree.stop(report.node)
+        except AttributeError:  # a node with no position (a rule bug)
             continue
-        start = Location(rng[0][0], rng[0][1] + 1)
-        end = Location(rng[1][0], rng[1][1] + 1)
+        start = Location(row, column + 1)
+        end = Location(end_row, end_column + 1)
         key = (report.code, start, end, report.message)
         if key in seen:
             continue
         seen.add(key)
-        fix = resolver.fix(report.fix) if report.fix is not None else None
-        diagnostics.append(
-            Diagnostic(report.code, report.message, path, start, end, fix=fix, noqa_row=start.row)
-        )
+        fix = resolver.fix(report) if report.fix is not None else None
+        diagnostics.append(Diagnostic(report.code, report.message, path, start, end, fix=fix, noqa_row=start.row))
     return diagnostics
 
 
-def _anchors(reports: List[Report]) -> List[cst.CSTNode]:
-    """Every node whose position the diagnostics need: reported nodes and fix anchors."""
-    nodes: List[cst.CSTNode] = []
-    for report in reports:
-        nodes.append(report.node)
-        if report.fix is not None:
-            for edit in report.fix.edits:
-                nodes.append(edit.start[0])
-                nodes.append(edit.end[0])
-    return nodes
-
-
 class _EditResolver:
-    def __init__(self, ctx: Context, positions) -> None:
-        self.ctx = ctx
-        self.positions = positions
-        self.starts = line_starts(ctx.source)
+    """Turns a report's fix into text edits, building the LibCST view of the file on first need."""
 
-    def fix(self, spec: FixSpec) -> Optional[Fix]:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.starts = line_starts(ctx.source)
+        self._fixes = None
+        self._broken = False
+
+    @property
+    def fixes(self):
+        """The file in LibCST (``mpslint.fixes.FixContext``), or None when LibCST cannot read it."""
+        if self._fixes is None and not self._broken:
+            from mpslint.fixes import FixContext
+
+            try:
+                if brackets_too_deep(self.ctx.source):
+                    raise ValueError("nested too deeply for LibCST")
+                self._fixes = FixContext(self.ctx)
+            except Exception:  # noqa: BLE001 - LibCST rejects what Python accepts: report, do not fix
+                self._broken = True
+        return self._fixes
+
+    def fix(self, report: Report) -> Optional[Fix]:
+        spec = report.fix
+        if not isinstance(spec, FixSpec):
+            fixes = self.fixes
+            if fixes is None:
+                return None
+            try:
+                spec = spec(fixes)  # type: ignore[operator]
+            except Exception as exc:  # a bug in a rule's fix: the finding stays, without a fix, next to an MPS900
+                self.ctx.fix_failures.setdefault(report.code, _failure(exc))
+                return None
+            if spec is None:
+                return None
         edits = []
         for edit in spec.edits:
             resolved = self.edit(edit)
@@ -314,8 +325,11 @@ class _EditResolver:
 
     def edit(self, edit: NodeEdit) -> Optional[Edit]:
         content = edit.content
-        if isinstance(content, cst.CSTNode):
-            content = self.ctx.module.code_for_node(content)
+        if not isinstance(content, str):
+            fixes = self.fixes
+            if fixes is None:
+                return None
+            content = fixes.code_for(content)
         start = self.point(*edit.start)
         end = self.point(*edit.end)
         if start is None or end is None:
@@ -328,15 +342,24 @@ class _EditResolver:
             content = "\n" + content.rstrip("\n")
         return Edit(start, end, content)
 
-    def point(self, node: cst.CSTNode, side: str) -> Optional[Location]:
-        try:
-            rng = self.positions[node]
-        except KeyError:
-            return None
+    def point(self, anchor, side: str) -> Optional[Location]:
+        if isinstance(anchor, tuple):
+            first = last = anchor
+        elif isinstance(anchor, ast.AST):
+            try:
+                first, last = self.ctx.tree.start(anchor), self.ctx.tree.stop(anchor)
+            except AttributeError:
+                return None
+        else:
+            fixes = self.fixes
+            rng = fixes.ranges.get(anchor) if fixes is not None else None
+            if rng is None:
+                return None
+            first, last = rng
         if side == "start":
-            return Location(rng[0][0], rng[0][1] + 1)
+            return Location(first[0], first[1] + 1)
         if side == "end":
-            return Location(rng[1][0], rng[1][1] + 1)
+            return Location(last[0], last[1] + 1)
         if side == "line_after":
-            return Location(rng[1][0] + 1, 1)
+            return Location(last[0] + 1, 1)
         raise ValueError(f"unknown edit side {side!r}")

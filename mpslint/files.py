@@ -2,9 +2,11 @@
 
 Explicitly named files are always checked (even excluded or ignored ones, like
 Ruff) unless ``force_exclude`` is set, which is what pre-commit needs: it
-passes every staged file by name. Walking never raises: unreadable
-directories are reported as errors and skipped, symlinked directories are
-followed once (a loop ends at the first repeat), and the result is sorted.
+passes every staged file by name. Walking never raises: missing paths,
+unreadable directories and broken links are collected in ``errors`` (the
+command line reports each as an MPS001 finding) and skipped, symlinked
+directories are followed once (a loop ends at the first repeat), and the
+result is sorted.
 """
 
 from __future__ import annotations

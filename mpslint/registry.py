@@ -1,12 +1,14 @@
-"""Which rules exist: the code -> rule class table.
+"""Which rules exist: each rule's identity comes from its page in ``rules/``.
 
-Rule classes live in ``mpslint/checks/<family>.py``; each family module lists
-its rules in ``RULES``. Engine-owned codes (MPS000, MPS900) have no class.
+A page's front matter says the code, the name and the summary once; its
+``check:`` key names the class that implements the rule (``module:Class``
+under ``mpslint.checks``), and the registry gives that class its ``CODE`` and
+``NAME`` when it loads it. Pages without ``check:`` are the engine's own codes
+(MPS000, MPS001, MPS900). Adding a rule is its module and its page.
 
-Codes and names come from ``CATALOG`` without importing a rule: a run
+Codes and names are read from the pages without importing a rule: a run
 served from the cache, or one that only prints a rule, needs neither the
-rules nor LibCST (importing them is most of mpslint's start-up).
-``tests/test_catalog.py`` keeps ``CATALOG`` equal to the classes.
+rules nor LibCST.
 """
 
 from __future__ import annotations
@@ -15,59 +17,49 @@ import importlib
 from functools import lru_cache
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Tuple
 
+from mpslint import catalog
+
 if TYPE_CHECKING:
     from mpslint.checks.base import RuleClass
 
-# Family modules, in code order. Each defines RULES = [RuleClass, ...].
-FAMILIES: Tuple[str, ...] = (
-    "mpslint.checks.cuda",
-    "mpslint.checks.hotloop",
-    "mpslint.checks.placement",
-    "mpslint.checks.dataloading",
-    "mpslint.checks.ops",
-)
+# The shipped rules are the catalog's pages. Tests swap FAMILIES for modules of
+# their own, each defining RULES = [RuleClass, ...] with CODE and NAME set.
+SHIPPED: Tuple[str, ...] = ("rules/",)
+FAMILIES: Tuple[str, ...] = SHIPPED
+CHECKS_PACKAGE = "mpslint.checks"
 
-SHIPPED = FAMILIES  # tests swap FAMILIES for families of their own
 
-# Code -> name of every rule of the shipped families.
-CATALOG: Dict[str, str] = {
-    "MPS101": "cuda-method",
-    "MPS102": "cuda-device-literal",
-    "MPS103": "cuda-only-device-choice",
-    "MPS104": "torch-cuda-api",
-    "MPS105": "cuda-amp",
-    "MPS106": "cudnn-setting",
-    "MPS107": "legacy-cuda-tensor-type",
-    "MPS108": "cuda-only-feature",
-    "MPS201": "item-in-hot-loop",
-    "MPS202": "host-copy-in-hot-loop",
-    "MPS203": "synchronize-in-hot-loop",
-    "MPS204": "tensor-condition-in-hot-loop",
-    "MPS301": "numpy-on-device-tensor",
-    "MPS302": "placement-mismatch",
-    "MPS303": "float64-to-device",
-    "MPS304": "non-blocking-to-host",
-    "MPS401": "pin-memory",
-    "MPS402": "fork-start-method",
-    "MPS403": "unguarded-workers",
-    "MPS501": "op-without-mps-kernel",
-    "MPS502": "op-cpu-fallback",
-    "MPS503": "unsupported-dtype-on-mps",
-    "MPS504": "feature-needs-newer-torch",
-}
+def _read_catalog() -> Tuple[Dict[str, str], Dict[str, str], Dict[str, str]]:
+    rules: Dict[str, str] = {}
+    engine: Dict[str, str] = {}
+    checks: Dict[str, str] = {}
+    for code, doc in catalog.load().items():
+        check = doc.front.get("check")
+        if check:
+            rules[code] = doc.name
+            checks[code] = check
+        else:
+            engine[code] = doc.name
+    return rules, engine, checks
 
-# Codes the engine itself emits.
-ENGINE_CODES: Dict[str, str] = {
-    "MPS000": "invalid-syntax",
-    "MPS900": "internal-error",
-}
+
+# Code -> name of every shipped rule; of the engine's own codes; code -> "module:Class".
+CATALOG, ENGINE_CODES, CHECKS = _read_catalog()
 
 
 @lru_cache(maxsize=None)
 def rule_classes() -> Tuple["RuleClass", ...]:
     classes: List["RuleClass"] = []
-    for name in FAMILIES:
-        classes.extend(importlib.import_module(name).RULES)
+    if FAMILIES == SHIPPED:
+        for code, check in CHECKS.items():
+            module, _, name = check.partition(":")
+            cls = getattr(importlib.import_module(f"{CHECKS_PACKAGE}.{module}"), name)
+            cls.CODE = code
+            cls.NAME = CATALOG[code]
+            classes.append(cls)
+    else:
+        for family in FAMILIES:
+            classes.extend(importlib.import_module(family).RULES)
     classes.sort(key=lambda cls: cls.CODE)
     return tuple(classes)
 

@@ -3,33 +3,37 @@
 Each file is read as bytes, decoded like Python does (``SourceText``), checked
 or fixed, and, when a fix changed it, written back atomically in its own
 encoding, BOM and line endings. A file whose fixes changed nothing is never
-rewritten.
+rewritten. A file that cannot be read or decoded is an ``MPS001`` finding
+(rules/MPS001.md), like any other, so every report format shows it.
+
+The cache is looked up here, in the parent, before any worker starts: a run
+served from the cache never pays for workers. A file is looked up once: on a
+miss checked in this process its bytes are checked as read; a worker re-reads
+the file (shipping every file's bytes to the pool would hold the whole tree in
+this process) and looks it up again only if its content changed meanwhile.
 
 Parallelism: a pool of ``spawn`` workers (fork is unsafe with threads and
 not the default on macOS), each importing the rules once and receiving the
-run's settings table once. Starting a worker is a fresh interpreter plus
-LibCST and the rules. Since most files are ruled out before LibCST parses
-them, a file costs about 13 ms on average (transformers), so the pool pays
-off later than the start-up alone suggests: on random transformers files on
-this 2-core machine, one process against a pool of two took 0.63 / 0.72 s
-for 40 files, 1.01 / 0.85 s for 80 and 1.85 / 1.20 s for 160. Below
-``POOL_THRESHOLD`` files to check (after cache hits) everything runs in
+run's settings table once. Starting a worker costs a fresh interpreter plus
+LibCST and the rules, and most files are ruled out before LibCST parses them,
+so the pool pays off only from some dozens of files (README, "Performance"):
+below ``POOL_THRESHOLD`` files to check (after cache hits) everything runs in
 this process, so pre-commit's handful of staged files never pays for
-workers. Results come back in task order, so output
-never depends on scheduling. A pool that breaks (a worker killed by the OOM
-killer, say) is not fatal: the remaining files run in this process.
+workers. Results come back in task order, so output never depends on
+scheduling. A pool that breaks (a worker killed by the OOM killer, say) is
+not fatal: the remaining files run in this process.
 """
 
 from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from mpslint.config import Settings
-from mpslint.diagnostic import Diagnostic
+from mpslint.diagnostic import IO_ERROR, Diagnostic, io_error
 
 # Files left to check (after cache hits) below which no worker is spawned: see the module docstring.
 POOL_THRESHOLD = 60
@@ -51,7 +55,7 @@ class FileResult:
     display: str
     diagnostics: List[Diagnostic] = field(default_factory=list)  # remaining after fixing
     fixed: Counter = field(default_factory=Counter)  # code -> fixes applied
-    error: Optional[str] = None  # the file could not be read, decoded or checked
+    error: Optional[str] = None  # the file could not be checked (an internal error) or its fix not written
     detail: Optional[str] = None  # the traceback of an internal error (shown with --verbose)
     warning: Optional[str] = None  # fixing stopped early (the fixer's own message)
     diff: Optional[str] = None
@@ -64,6 +68,7 @@ class Task:
     path: str
     display: str
     settings: int  # index into the run's settings table (sent to each worker once)
+    missed: Optional[str] = None  # the cache key this run already looked up and missed
 
 
 def run(
@@ -90,12 +95,22 @@ def run(
         cache = Cache(cache_dir)
     results: List[Optional[FileResult]] = [None] * len(tasks)
     pending: List[int] = []
+    read: Dict[int, bytes] = {}  # the bytes of missed files, kept while they may be checked in this process
+    may_pool = (jobs or os.cpu_count() or 1) > 1
     for i, task in enumerate(tasks):
-        hit = _cached(task, table[task.settings], cache) if cache is not None else None
-        if hit is not None:
-            results[i] = hit
-        else:
+        looked = _look_up(task, table[task.settings], cache) if cache is not None else None
+        if looked is None:
             pending.append(i)
+        elif isinstance(looked, FileResult):
+            results[i] = looked
+        else:
+            data, key = looked
+            tasks[i] = replace(task, missed=key)
+            pending.append(i)
+            if may_pool and len(pending) >= POOL_THRESHOLD:
+                read.clear()  # workers will read for themselves
+            else:
+                read[i] = data
 
     workers = min(jobs or os.cpu_count() or 1, len(pending))
     todo = [tasks[i] for i in pending]
@@ -105,21 +120,24 @@ def run(
         else:
             done = []
         if len(done) < len(todo):  # no pool, or it broke: finish in this process
-            state = _State(table, mode, cache_dir)
-            done.extend(state.process(task) for task in todo[len(done):])
+            state = _State(table, mode, cache_dir, cache)
+            for i in pending[len(done):]:
+                done.append(state.process(tasks[i], read.pop(i, None)))
     for i, result in zip(pending, done):
         results[i] = result
     return results  # type: ignore[return-value]
 
 
-def _cached(task: Task, settings: Settings, cache) -> Optional[FileResult]:
+def _look_up(task: Task, settings: Settings, cache):
+    """A cached result, or (bytes, key) of a miss, or None when the file cannot be read (processing reports it)."""
     try:
         data = read_file(task.path)
     except OSError:
-        return None  # the worker reports the error
-    diagnostics = cache.get(cache.key(data, task.display, settings))
-    if diagnostics is None:
         return None
+    key = cache.key(data, task.display, settings)
+    diagnostics = cache.get(key)
+    if diagnostics is None:
+        return data, key
     return FileResult(task.display, diagnostics, cached=True)
 
 
@@ -169,17 +187,18 @@ def _run_pool(todo: List[Task], table: List[Settings], mode: Mode, cache_dir: Op
 class _State:
     """What one process needs for every file: the settings table, the mode, the cache."""
 
-    def __init__(self, table: List[Settings], mode: Mode, cache_dir: Optional[Path]) -> None:
+    def __init__(self, table: List[Settings], mode: Mode, cache_dir: Optional[Path], cache=None) -> None:
         self.table = table
         self.mode = mode
-        self.cache = None
-        if cache_dir is not None and not mode.fixing:
+        self.cache = cache
+        if cache is None and cache_dir is not None and not mode.fixing:
             from mpslint.cache import Cache
 
             self.cache = Cache(cache_dir)
 
-    def process(self, task: Task) -> FileResult:
-        return process_file(task.path, task.display, self.table[task.settings], self.mode, cache=self.cache)
+    def process(self, task: Task, data: Optional[bytes] = None) -> FileResult:
+        settings = self.table[task.settings]
+        return process_file(task.path, task.display, settings, self.mode, cache=self.cache, data=data, missed=task.missed)
 
 
 _WORKER: Optional[_State] = None
@@ -288,21 +307,44 @@ def read_file(path: str) -> bytes:
         return handle.read()
 
 
-def process_file(path: str, display: str, settings: Settings, mode: Mode, *, cache=None) -> FileResult:
-    try:
-        data = read_file(path)
-    except OSError as exc:
-        return FileResult(display, error=f"cannot read: {exc.strerror or exc}")
+def process_file(
+    path: str,
+    display: str,
+    settings: Settings,
+    mode: Mode,
+    *,
+    cache=None,
+    data: Optional[bytes] = None,
+    missed: Optional[str] = None,
+) -> FileResult:
+    """Check or fix one file on disk.
+
+    ``data`` is the file's bytes when the caller already read them; ``missed``
+    is a cache key the caller looked up and missed: a file that still has that
+    key is not looked up again.
+    """
+    if data is None:
+        try:
+            data = read_file(path)
+        except OSError as exc:
+            return FileResult(display, [io_error(display, f"cannot read: {exc.strerror or exc}")])
+        known = None
+    else:
+        known = missed
     key = None
     if cache is not None and not mode.fixing:
-        key = cache.key(data, display, settings)
-        hit = cache.get(key)
+        key = known or cache.key(data, display, settings)
+        hit = cache.get(key) if key != missed else None
         if hit is not None:
             return FileResult(display, hit, cached=True)
     result = process_bytes_safely(data, display, settings, mode, target=path)
-    if key is not None and result.error is None:
+    if key is not None and result.error is None and not _unreadable(result):
         cache.put(key, result.diagnostics)
     return result
+
+
+def _unreadable(result: FileResult) -> bool:
+    return any(d.code == IO_ERROR for d in result.diagnostics)
 
 
 def process_bytes_safely(data: bytes, display: str, settings: Settings, mode: Mode, *, target: Optional[str] = None) -> FileResult:
@@ -328,7 +370,7 @@ def process_bytes(data: bytes, display: str, settings: Settings, mode: Mode, *, 
     try:
         source = SourceText.decode(data)
     except DecodeError as exc:
-        return FileResult(display, error=f"cannot decode: {exc}")
+        return FileResult(display, [io_error(display, f"cannot decode: {exc}")])
     if not mode.fixing:
         from mpslint.engine import check_text
 

@@ -70,7 +70,8 @@ def test_config_is_resolved_once_per_directory(tmp_path, rules, monkeypatch):
     write(tmp_path / "pyproject.toml", "[tool.mpslint]\n")
     calls = []
     real = config_module.read_toml
-    monkeypatch.setattr(config_module, "read_toml", lambda p: calls.append(p) or real(p))
+    for module in (config_module.resolver, config_module.torch_floor):
+        monkeypatch.setattr(module, "read_toml", lambda p: calls.append(p) or real(p))
     resolver = ConfigResolver(cwd=tmp_path)
     for name in ("a.py", "b.py", "x/c.py", "x/d.py", "x/y/e.py"):
         resolver.for_path(tmp_path / name)
@@ -237,4 +238,129 @@ def test_torch_version_inferred_without_any_mpslint_config(tmp_path, rules):
     ],
 )
 def test_glob_semantics(pattern, path, hit):
-    assert config_module._glob_match(pattern, path) is hit
+    assert config_module.glob_match(pattern, path) is hit
+
+
+# --- torch-version values ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value, needle",
+    [
+        ("2.10", "got the number 2.1; TOML reads an unquoted 2.10 as the number 2.1: quote it"),
+        ("2", "got the number 2;"),
+        ("'1.11'", "torch-version 1.11 is older than torch 1.12, the first release with the mps device"),
+        ("'0.4.1'", "older than torch 1.12"),
+        ("'2.-1'", "invalid torch-version"),
+    ],
+)
+def test_bad_torch_versions_are_errors(tmp_path, rules, value, needle):
+    path = write(tmp_path / "pyproject.toml", f"[tool.mpslint]\ntorch-version = {value}\n")
+    with pytest.raises(ConfigError) as info:
+        resolve(tmp_path, "a.py")
+    assert needle in str(info.value)
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("value, expected", [("1.12", (1, 12)), ("2.13", (2, 13)), ("2.10.1+cu121", (2, 10))])
+def test_torch_versions_mpslint_knows_are_silent(tmp_path, rules, value, expected):
+    write(tmp_path / "pyproject.toml", f"[tool.mpslint]\ntorch-version = '{value}'\n")
+    resolver = ConfigResolver(cwd=tmp_path)
+    assert resolver.for_path(tmp_path / "a.py").settings.torch_version == expected
+    assert resolver.warnings == []
+
+
+def test_a_torch_version_newer_than_mpslint_knows_is_a_warning_once(tmp_path, rules):
+    from mpslint.knowledge.mps_kernels import latest_bundled_version
+
+    major, minor = latest_bundled_version()
+    newer = f"{major}.{minor + 1}"
+    path = write(tmp_path / "pyproject.toml", f"[tool.mpslint]\ntorch-version = '{newer}'\n")
+    resolver = ConfigResolver(cwd=tmp_path)
+    for name in ("a.py", "sub/b.py", "sub/deeper/c.py"):
+        assert resolver.for_path(tmp_path / name).settings.torch_version == (major, minor + 1)
+    assert resolver.warnings == [
+        f"{path}: torch-version {newer} is newer than the newest torch mpslint knows ({major}.{minor}): "
+        f"op coverage follows torch {major}.{minor} unless torch {newer} is installed"
+    ]
+    # The command line's floor wins: the file's value is still validated, but not warned about.
+    overridden = ConfigResolver(Overrides(torch_version=(2, 4)), cwd=tmp_path)
+    assert overridden.for_path(tmp_path / "a.py").settings.torch_version == (2, 4)
+    assert overridden.warnings == []
+
+
+# --- which config a file gets ------------------------------------------------------------------
+# The nearest config file wins; without one, the defaults of the file's own project (the nearest
+# directory with a pyproject.toml, a requirements*.txt or a .git), never the current directory's.
+
+
+@pytest.fixture
+def cwd_project(tmp_path):
+    """The current directory: a project with its own config and a torch floor in an extra."""
+    here = tmp_path / "here"
+    write(
+        here / "pyproject.toml",
+        "[project]\nname = 'here'\n[project.optional-dependencies]\ngpu = ['torch>=2.0']\n"
+        "[tool.mpslint]\nselect = ['MPS990']\n",
+    )
+    write(here / "requirements.txt", "torch>=2.1\n")
+    return here
+
+
+def _from(cwd: Path, target: Path):
+    return ConfigResolver(cwd=cwd).for_path(target)
+
+
+def test_a_file_in_no_project_gets_plain_defaults_wherever_mpslint_runs(tmp_path, rules, cwd_project):
+    target = write(tmp_path / "elsewhere" / "train.py", "")
+    from_project, from_its_dir = _from(cwd_project, target), _from(target.parent, target)
+    assert from_project.settings == from_its_dir.settings == Settings()  # no floor, every rule
+    assert from_project.path is None and from_project.settings.torch_version is None
+
+
+def test_a_file_outside_the_cwd_takes_the_floor_of_its_own_project(tmp_path, rules, cwd_project):
+    write(tmp_path / "other" / "requirements.txt", "torch>=2.4\n")
+    target = write(tmp_path / "other" / "src" / "train.py", "")
+    for cwd in (cwd_project, tmp_path / "other", target.parent, tmp_path):
+        config = _from(cwd, target)
+        assert config.path is None and config.root == tmp_path / "other"
+        assert config.settings.torch_version == (2, 4), cwd
+
+
+def test_a_file_outside_the_cwd_takes_its_own_config(tmp_path, rules, cwd_project):
+    write(tmp_path / "other" / "mpslint.toml", "select = ['MPS992']\n")
+    target = write(tmp_path / "other" / "train.py", "")
+    config = _from(cwd_project, target)
+    assert config.path == tmp_path / "other" / "mpslint.toml"
+    assert config.settings.select == {"MPS992"}
+
+
+def test_a_repository_root_bounds_the_project(tmp_path, rules):
+    # A requirements file above the repository is not the repository's.
+    write(tmp_path / "requirements.txt", "torch>=2.2\n")
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    target = write(tmp_path / "repo" / "pkg" / "train.py", "")
+    config = _from(tmp_path, target)
+    assert config.root == tmp_path / "repo" and config.settings.torch_version is None
+
+
+def test_a_pyproject_without_our_table_is_the_project_for_defaults(tmp_path, rules):
+    write(tmp_path / "proj" / "pyproject.toml", "[project]\nname = 'p'\ndependencies = ['torch>=2.3']\n")
+    target = write(tmp_path / "proj" / "src" / "pkg" / "train.py", "")
+    assert _from(tmp_path, target).settings.torch_version == (2, 3)
+    assert _from(tmp_path / "proj" / "src", target).settings.torch_version == (2, 3)
+
+
+def test_inside_the_cwd_without_any_project_the_cwd_roots_the_defaults(tmp_path, rules):
+    # Ruff's default configuration resolves relative globs from the current directory.
+    target = write(tmp_path / "gen" / "x.py", "")
+    config = ConfigResolver(Overrides(extend_exclude=("gen/*.py",)), cwd=tmp_path).for_path(target)
+    assert config.root == tmp_path and config.is_excluded(target)
+
+
+def test_one_resolver_gives_each_project_its_own_defaults(tmp_path, rules):
+    write(tmp_path / "a" / "requirements.txt", "torch>=2.2\n")
+    write(tmp_path / "b" / "requirements.txt", "torch>=2.6\n")
+    resolver = ConfigResolver(cwd=tmp_path)
+    floors = [resolver.for_path(tmp_path / p).settings.torch_version for p in ("a/x.py", "b/y/z.py", "a/q/r.py", "c.py")]
+    assert floors == [(2, 2), (2, 6), (2, 2), None]

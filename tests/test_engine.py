@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 import pytest
 
@@ -17,11 +19,10 @@ class CudaCall(Rule):
     NAME = "test-cuda-call"
     TRIGGERS = (".cuda(",)
 
-    def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda" and not node.args:
+    def visit_Call(self, node: ast.Call) -> None:
+        if type(node.func) is ast.Attribute and node.func.attr == "cuda" and not node.args:
             helper = insert_line_after(self.ctx.module.body[0], "DEVICE = pick()\n")
-            new = node.with_changes(func=node.func.with_changes(attr=cst.Name("to")), args=[cst.Arg(cst.Name("DEVICE"))])
-            edits = [replace(node, new)]
+            edits = [replace(node, f"{self.ctx.text(node.func.value)}.to(DEVICE)")]
             if "DEVICE = pick()" not in self.ctx.source:
                 edits.append(helper)
             self.report(node, "cuda call", fix=FixSpec.safe("use DEVICE", *edits))
@@ -32,8 +33,8 @@ class Crashes(Rule):
     NAME = "test-crash"
     TRIGGERS = ("boom",)
 
-    def visit_Name(self, node: cst.Name) -> None:
-        if node.value == "boom":
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id == "boom":
             raise ZeroDivisionError("rule bug")
 
 
@@ -57,8 +58,16 @@ def test_syntax_error_is_mps000_not_an_exception(test_rules):
 
 
 def test_prefilter_skips_files_without_triggers(test_rules):
-    assert check_text("def broken(:\n", "a.py", test_rules).skipped
-    assert check_text("def broken(:\n", "a.py", test_rules, prefilter=False).diagnostics[0].code == INVALID_SYNTAX
+    assert check_text("import torch\nx = 1\n", "a.py", test_rules).skipped
+    assert not check_text("import torch\nx = 1\n", "a.py", test_rules, prefilter=False).skipped
+
+
+@pytest.mark.parametrize("source", ["def broken(:\n", "import torch\ndef f(:\n", "x = 1\n  y = 2\n", "\x00"])
+def test_every_file_that_does_not_parse_is_mps000_whatever_it_contains(test_rules, source):
+    # Even with none of the rules' trigger strings: a broken file never passes.
+    result = check_text(source, "a.py", test_rules)
+    assert not result.parsed
+    assert [d.code for d in result.diagnostics] == [INVALID_SYNTAX]
 
 
 def test_a_crashing_rule_is_contained(test_rules):

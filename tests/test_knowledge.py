@@ -63,7 +63,7 @@ def test_normalize_op():
 
 def test_module_does_not_import_torch():
     code = ("import sys; from mpslint.knowledge import mps_kernels as m; t = m.load_table(); "
-            "t.has_mps_kernel('add.Tensor'); m.load_table((2, 5)); import mpslint.checks.ops; "
+            "t.has_mps_kernel('add.Tensor'); m.load_table((2, 5)); from mpslint import registry; registry.rule_classes(); "
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -5,18 +5,20 @@ from __future__ import annotations
 import textwrap
 from dataclasses import replace
 
-import libcst as cst
+import ast
+
 import pytest
 
 from mpslint.analysis.loops import HotLoops
+from mpslint.analysis.tree import Tree
 from mpslint.checks.base import Context
 from mpslint.config import Settings
 
 
 def analyse(source: str, **options):
     source = textwrap.dedent(source)
-    module = cst.parse_module(source)
-    ctx = Context(module, source, "example.py", replace(Settings(), **options))
+    module = ast.parse(source)
+    ctx = Context(Tree(module, source), "example.py", replace(Settings(), **options))
     return ctx.analysis(HotLoops), module
 
 
@@ -24,9 +26,9 @@ def probes(source: str, **options):
     """For each ``probe(...)`` call, keyed by its first argument: its StepPosition (or None)."""
     loops, module = analyse(source, **options)
     found = {}
-    for node in loops.tree.start:
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "probe":
-            found[node.args[0].value.evaluated_value] = loops.position(node)
+    for node in loops.tree.of_type(ast.Call):
+        if isinstance(node.func, ast.Name) and node.func.id == "probe":
+            found[node.args[0].value] = loops.position(node)
     return found, loops
 
 
@@ -145,7 +147,7 @@ def test_per_step_honours_the_setting():
     source = "for step, batch in enumerate(loader):\n    if step % 10 == 0:\n        x = 1\n"
     for flag, expected in ((False, None), (True, "loop over batches")):
         loops, module = analyse(source, report_interval_guarded=flag)
-        assign = next(n for n in loops.tree.start if isinstance(n, cst.Assign))
+        assign = next(iter(loops.tree.of_type(ast.Assign)))
         got = loops.per_step(assign)
         assert (got.kind if got else None) == expected
 

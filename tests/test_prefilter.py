@@ -1,19 +1,12 @@
 """The prefilter is an optimisation only: it never changes what is reported.
 
 A rule runs on a file only if one of its TRIGGERS strings and one string of
-each of its REQUIRES groups occur in the text (``engine.rules_for_text``),
-and its screen, if it has one, lets it through; a file that no selected rule
-can run on is not even parsed. Here every input is checked twice, with and
-without the prefilter, and the diagnostics must be identical. The one designed
-difference is MPS000: a file the prefilter skips is never parsed, so a syntax
-error in it is not reported (rules/MPS000.md); for such files only the rule
-diagnostics are compared, and there must be none.
-
-The screens (mpslint/screen) are also checked fact by fact in
-tests/test_screen.py. Inputs: every file
-under fixtures/ (including golden ``.fixed.py`` outputs and the verifier's
-scripts) and every code block of every rule doc; tests/test_corpus.py does
-the same for every file of the real corpus.
+each of its REQUIRES groups occur in the text (``engine.rules_for_text``).
+Here every input is checked twice, with and without the prefilter, and the
+diagnostics must be identical. Inputs: every file under fixtures/ (including
+golden ``.fixed.py`` outputs and the verifier's scripts) and every code block
+of every rule doc; tests/test_corpus.py does the same for every file of the
+real corpus.
 """
 
 from __future__ import annotations
@@ -37,11 +30,7 @@ ALL = Settings()
 def assert_prefilter_is_invisible(text: str, path: str, settings: Settings = ALL) -> None:
     filtered = check_text(text, path, settings, prefilter=True)
     full = check_text(text, path, settings, prefilter=False)
-    if filtered.skipped:
-        missed = [d for d in full.diagnostics if d.code != INVALID_SYNTAX]
-        assert not missed, f"the prefilter skipped {path}, which has findings: {[(d.code, d.location.row) for d in missed]}"
-    else:
-        assert filtered.diagnostics == full.diagnostics, _difference(filtered.diagnostics, full.diagnostics)
+    assert filtered.diagnostics == full.diagnostics, _difference(filtered.diagnostics, full.diagnostics)
 
 
 def _difference(filtered, full) -> str:
@@ -79,10 +68,10 @@ def test_rule_doc_results_do_not_depend_on_the_prefilter(code, block):
     assert_prefilter_is_invisible(block, "example.py", settings)
 
 
-def test_a_file_without_any_trigger_is_not_parsed():
-    # Neither a syntax error nor anything else is reported for it: it is skipped before parsing.
+def test_a_file_without_any_trigger_still_reports_its_syntax_error():
+    # No rule runs on it, but a file that does not parse never passes (rules/MPS000.md).
     result = check_text("def broken(:\n    return 1\n", "plain.py", replace(ALL, select=frozenset()), prefilter=True)
-    assert result.skipped and not result.diagnostics
+    assert not result.parsed and [d.code for d in result.diagnostics] == [INVALID_SYNTAX]
 
 
 @pytest.mark.parametrize("cls", registry.rule_classes(), ids=lambda cls: cls.CODE)

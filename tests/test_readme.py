@@ -26,3 +26,11 @@ def test_ci_runs_the_readme_test_command():
 def test_readme_example_file_exists():
     assert "mpslint fixtures/cuda/train_cuda.py" in README
     assert (ROOT / "fixtures" / "cuda" / "train_cuda.py").exists()
+
+
+def test_the_test_command_says_what_it_costs_and_how_to_skip_the_download():
+    command = 'python -m pip install -e ".[test]" "torch==2.13.0" && python -m pytest'
+    after = README.split(command, 1)[1].split("\n\n", 2)[1]  # the paragraph right after the command
+    assert "minutes" in after
+    assert "download" in after and "transformers" in after
+    assert '`python -m pytest -m "not corpus"`' in after

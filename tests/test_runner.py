@@ -13,6 +13,7 @@ import pytest
 from mpslint import runner
 from mpslint.cache import diagnostic_from_json, diagnostic_to_json
 from mpslint.config import Settings
+from mpslint.diagnostic import Location
 from mpslint.runner import Mode, process_file, run, write_atomic
 
 from clitools import fake_rules  # noqa: F401  (fixture)
@@ -116,13 +117,20 @@ def test_diff_mode_writes_nothing(tmp_path):
     assert "+y = x.to(DEVICE)\n" in result.diff
 
 
-def test_unreadable_and_undecodable_files_are_errors(tmp_path):
+def test_unreadable_and_undecodable_files_are_mps001_findings(tmp_path):
     missing = process_file(str(tmp_path / "gone.py"), "gone.py", Settings(), Mode())
-    assert missing.error == "cannot read: No such file or directory"
+    assert missing.error is None
+    assert [(d.code, d.filename, d.location, d.message) for d in missing.diagnostics] == [
+        ("MPS001", "gone.py", Location(1, 1), "cannot read: No such file or directory")
+    ]
     bad = tmp_path / "bad.py"
     bad.write_bytes(b"# coding: utf-8\nx = '\xff'\n")
-    result = process_file(str(bad), "bad.py", Settings(), Mode())
-    assert result.error.startswith("cannot decode") and result.diagnostics == []
+    for mode in (Mode(), Mode(fix=True), Mode(diff=True)):
+        result = process_file(str(bad), "bad.py", Settings(), mode)
+        assert result.error is None and result.diff is None and not result.fixed
+        assert [d.code for d in result.diagnostics] == ["MPS001"]
+        assert result.diagnostics[0].message.startswith("cannot decode")
+    assert bad.read_bytes() == b"# coding: utf-8\nx = '\xff'\n"
 
 
 # --- the pool --------------------------------------------------------------------------------
@@ -194,6 +202,54 @@ def test_cache_hit_and_invalidation(tmp_path):
     assert not run(files, Mode(), cache_dir=cache_dir)[0].cached
     other = [(str(path), "a.py", Settings().with_codes({"MPS991"}))]
     assert not run(other, Mode(), cache_dir=cache_dir)[0].cached
+
+
+class _Counting:
+    """Counts what the runner does to the files and the cache during one run."""
+
+    def __init__(self, monkeypatch):
+        from mpslint import cache as cache_module
+
+        self.reads, self.keys, self.gets = [], [], []
+        real_read, real_key, real_get = runner.read_file, cache_module.Cache.key, cache_module.Cache.get
+        monkeypatch.setattr(runner, "read_file", lambda path: self.reads.append(path) or real_read(path))
+        monkeypatch.setattr(cache_module.Cache, "key", lambda c, data, *a: self.keys.append(data) or real_key(c, data, *a))
+        monkeypatch.setattr(cache_module.Cache, "get", lambda c, key: self.gets.append(key) or real_get(c, key))
+
+
+def test_a_cold_run_reads_hashes_and_looks_up_each_file_once(tmp_path, monkeypatch):
+    files = _many(tmp_path, 5)
+    counting = _Counting(monkeypatch)
+    results = run(files, Mode(), cache_dir=tmp_path / "cache", jobs=1)
+    assert not any(r.cached for r in results)
+    assert len(counting.reads) == len(counting.keys) == len(counting.gets) == 5
+    assert all(r.cached for r in run(files, Mode(), cache_dir=tmp_path / "cache", jobs=1))  # and the misses were stored
+
+
+def test_a_worker_does_not_look_up_a_miss_again(tmp_path, monkeypatch):
+    # What a pool worker gets: a task carrying the key the parent missed; it re-reads the file itself.
+    from mpslint.cache import Cache
+
+    (path, display, settings), = _many(tmp_path, 1)
+    cache_dir = tmp_path / "cache"
+    key = Cache(cache_dir).key(Path(path).read_bytes(), display, settings)
+    state = runner._State([settings], Mode(), cache_dir)
+    counting = _Counting(monkeypatch)
+    result = state.process(runner.Task(path, display, 0, missed=key))
+    assert not result.cached and counting.gets == []
+    assert Cache(cache_dir).get(key) is not None  # stored under the key the parent computed
+
+
+def test_a_file_changed_since_the_parent_looked_is_looked_up_again(tmp_path, monkeypatch):
+    from mpslint.cache import Cache
+
+    (path, display, settings), = _many(tmp_path, 1)
+    cache_dir = tmp_path / "cache"
+    stale = Cache(cache_dir).key(b"what the file held before", display, settings)
+    counting = _Counting(monkeypatch)
+    runner._State([settings], Mode(), cache_dir).process(runner.Task(path, display, 0, missed=stale))
+    assert len(counting.gets) == 1 and counting.gets[0] != stale
+    assert Cache(cache_dir).get(stale) is None  # nothing stored under a key the content no longer has
 
 
 def test_another_torch_op_table_is_a_cache_miss(tmp_path, monkeypatch):

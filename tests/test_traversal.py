@@ -1,23 +1,31 @@
-"""The engine's own tree walk and position resolver agree with LibCST's.
+"""The two trees agree: Python's ``ast`` (what rules decide on) and LibCST (what fixes are written with).
 
-``mpslint.walk`` replaces ``CSTNode.visit`` (which rebuilds every node) and
-``mpslint.positions`` replaces ``PositionProvider`` (which records every
-node); both must give exactly what LibCST gives: the same visit/leave order
-and parents, the same ranges. Checked on syntax-heavy snippets, every fixture
-and rule doc, and a sample of the real corpus.
+- ``analysis.tree.Tree`` lists every ``ast`` node in source order, with its
+  parent and scope;
+- an ``ast`` node and the LibCST node for the same code have the same source
+  range, which is how positions are given and how ``FixContext`` finds the
+  LibCST node of a finding;
+- ``mpslint.fixes.ranges`` gives exactly ``PositionProvider``'s ranges, and
+  ``mpslint.fixes.walk`` LibCST's own visiting order.
+
+Checked on syntax-heavy snippets, every fixture and rule doc, and a sample of the real corpus.
 """
 
 from __future__ import annotations
 
+import ast
+import sys
 from pathlib import Path
 
 import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from mpslint import registry, walk
-from mpslint.analysis.tree import Tree, syntax_fields
-from mpslint.positions import node_ranges
+from mpslint.analysis.tree import Tree
+from mpslint.checks.base import Context
+from mpslint.config import Settings
+from mpslint.fixes import FixContext, walk
+from mpslint.fixes.ranges import node_ranges
 
 from corpus import corpus_dir
 
@@ -93,15 +101,15 @@ def _texts():
 
 def _parse(text):
     try:
-        return cst.parse_module(text)
-    except cst.ParserSyntaxError:
+        return ast.parse(text), cst.parse_module(text)
+    except (SyntaxError, cst.ParserSyntaxError):
         return None
 
 
 class _Recorder(cst.CSTVisitor):
     def __init__(self) -> None:
         super().__init__()
-        self.events = []
+        self.order = []
         self.stack = []
         self.parents = {}
 
@@ -109,12 +117,11 @@ class _Recorder(cst.CSTVisitor):
         if self.stack:
             self.parents[node] = self.stack[-1]
         self.stack.append(node)
-        self.events.append(("visit", node))
+        self.order.append(node)
         return True
 
     def on_leave(self, node):
         self.stack.pop()
-        self.events.append(("leave", node))
 
 
 def _walk(root):
@@ -134,48 +141,16 @@ def _assert_same_walk(module):
     expected = _Recorder()
     module.visit(expected)
     ours = list(_walk(module))
-    theirs = [n for kind, n in expected.events if kind == "visit"]
-    assert len(ours) == len(theirs)
-    for (node, parent), other in zip(ours, theirs):
+    assert len(ours) == len(expected.order)
+    for (node, parent), other in zip(ours, expected.order):
         assert node is other, (type(node).__name__, type(other).__name__)
         assert parent is expected.parents.get(node)
-
-
-def _token_nodes(module):
-    """Every node LibCST visits inside a field the Tree skips (tokens, whitespace, comments)."""
-    inside = set()
-    for node in _iter_nodes(module):
-        kept = set(syntax_fields(type(node)))
-        for name in walk.child_fields(type(node)) or ():
-            if name not in kept:
-                value = getattr(node, name)
-                for item in value if isinstance(value, (tuple, list)) else (value,):
-                    if isinstance(item, cst.CSTNode):
-                        inside.update(id(n) for n in _iter_nodes(item))
-    return inside
-
-
-def _assert_tree_is_libcst_order_without_tokens(module):
-    """The engine feeds rules from the Tree: same nodes, order and parents as a LibCST visitor, tokens aside."""
-    expected = _Recorder()
-    module.visit(expected)
-    tokens = _token_nodes(module)
-    wanted = [n for kind, n in expected.events if kind == "visit" and id(n) not in tokens]
-    tree = Tree(module)
-    ours = list(tree.start)
-    assert len(ours) == len(wanted)
-    assert all(a is b for a, b in zip(ours, wanted))
-    assert all(tree.parent(n) is expected.parents.get(n) for n in ours)
-    # Nothing a rule visits, nor any name or expression, hides among the tokens.
-    handled = {name[len("visit_"):] for cls in registry.rule_classes() for name in cls.handlers()}
-    token_kinds = {type(n).__name__ for kind, n in expected.events if id(n) in tokens}
-    assert not token_kinds & (handled | {"Name", "Param", "Arg", "Attribute", "Call"}), token_kinds & handled
 
 
 def _assert_same_positions(module):
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     every = list(_iter_nodes(module))
-    ours = node_ranges(module, every)
+    ours = node_ranges(module, everything=True)
     for node in every:
         rng = expected[node]
         assert ours[node] == ((rng.start.line, rng.start.column), (rng.end.line, rng.end.column)), type(node).__name__
@@ -186,26 +161,89 @@ def _assert_same_positions(module):
         assert partial[node] == ours[node]
 
 
+def _position(node):
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+
+
+def _assert_tree_is_source_order(text, module):
+    tree = Tree(module, text)
+    everything = [n for n in ast.walk(module) if not isinstance(n, (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop))]
+    assert len(tree.nodes) == len(everything)
+    assert tree.nodes[0] is module
+    # (Before Python 3.12, the parts of an f-string all carry the f-string's own position.)
+    placed = [n for n in tree.nodes if hasattr(n, "lineno") and not (
+        sys.version_info < (3, 12) and any(type(a) is ast.JoinedStr for a in tree.ancestors(n)))]
+    # Pre-order in the order of the text: a node starts no earlier than the node before it,
+    # unless that one is an ancestor's earlier sibling's subtree (which ends before it starts).
+    for earlier, later in zip(placed, placed[1:]):
+        if _position(later) < _position(earlier):
+            # Only decorators come before the definition they belong to (ast places a def at `def`).
+            owner = next((a for a in tree.ancestors(later) if a is earlier), None)
+            assert owner is not None and any(tree.contains(d, later) for d in owner.decorator_list), (
+                type(earlier).__name__, _position(earlier), type(later).__name__, _position(later))
+    for node in tree.nodes[1:]:
+        parent = tree.parent(node)
+        assert node in list(ast.iter_child_nodes(parent)) or isinstance(parent, (ast.arguments,)), type(node).__name__
+        assert tree.index(parent) < tree.index(node) <= tree.end(parent)
+    for node in tree.nodes:
+        scope = tree.scope_of(node)
+        assert isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        assert scope is module or tree.contains(scope, node)
+
+
+# The ast classes a finding or a fix anchors on, and must find in LibCST by their range.
+_ANCHORS = (ast.Call, ast.Attribute, ast.Name, ast.Constant, ast.BinOp, ast.Compare, ast.IfExp, ast.Subscript,
+            ast.JoinedStr, ast.keyword, ast.Expr, ast.Assign, ast.If, ast.ImportFrom, ast.Import, ast.alias,
+            ast.FunctionDef, ast.UnaryOp, ast.BoolOp, ast.Tuple, ast.List, ast.Dict)
+
+
+def _assert_ast_ranges_are_libcst_ranges(text, module):
+    tree = Tree(module, text)
+    ctx = Context(tree, "t.py", Settings())
+    fixes = FixContext(ctx)
+    for node in tree.nodes:
+        if not isinstance(node, _ANCHORS):
+            continue
+        if type(node) is ast.Constant and type(tree.parent(node)) is ast.JoinedStr:
+            continue  # a part of an f-string is no node of its own in LibCST
+        if type(node) is ast.Name and type(tree.parent(node)) is ast.JoinedStr:
+            continue
+        if type(node) is ast.Tuple and type(tree.parent(node)) is ast.Subscript and tree.parent(node).slice is node:
+            continue  # `x[a, b]`: LibCST has subscript elements, not a tuple
+        if type(node) is ast.alias and node.name == "*":
+            continue  # `from x import *`: LibCST has no alias for the star
+        if sys.version_info < (3, 12) and any(type(a) is ast.JoinedStr for a in tree.ancestors(node)):
+            continue  # before 3.12, ast places the expressions inside f-strings oddly
+        found = fixes.node(node)
+        assert found is not None, (type(node).__name__, tree.start(node), tree.stop(node), tree.text(node))
+
+
 @pytest.mark.parametrize("name,text", list(_texts()), ids=lambda v: v if isinstance(v, str) and len(v) < 60 else "")
-def test_walk_and_positions_match_libcst(name, text):
-    module = _parse(text)
-    if module is None:
-        pytest.skip(f"{name} does not parse (an MPS000 example)")
-    _assert_same_walk(module)
-    _assert_tree_is_libcst_order_without_tokens(module)
-    _assert_same_positions(module)
+def test_trees_agree(name, text):
+    parsed = _parse(text)
+    if parsed is None:
+        pytest.skip(f"{name} does not parse here (an MPS000 example, or syntax newer than this Python)")
+    module, libcst_module = parsed
+    _assert_tree_is_source_order(text, module)
+    _assert_ast_ranges_are_libcst_ranges(text, module)
+    _assert_same_walk(libcst_module)
+    _assert_same_positions(libcst_module)
 
 
 def test_rules_only_visit():
-    """The engine dispatches ``visit_`` methods only (tree.py); a ``leave_`` method would never run."""
+    """The engine dispatches ``visit_`` methods only; a ``leave_`` method would never run."""
+    from mpslint import registry
+
     leaving = [(cls.CODE, n) for cls in registry.rule_classes() for n in dir(cls) if n.startswith("leave_")]
     assert not leaving
 
 
-def test_star_args_are_in_the_tree():
-    module = cst.parse_module("def f(a, *args, b, **kw):\n    pass\n")
-    names = [n.name.value for n in Tree(module).start if isinstance(n, cst.Param)]
-    assert names == ["a", "args", "b", "kw"]
+def test_every_handler_names_an_ast_class():
+    from mpslint import registry
+
+    for cls in registry.rule_classes():
+        for name in cls.handlers():
+            assert isinstance(getattr(ast, name[len("visit_"):], None), type), (cls.CODE, name)
 
 
 def test_children_fields_are_read_for_every_node_class_seen():
@@ -237,13 +275,46 @@ def test_nodes_not_in_the_tree_have_no_range():
     assert ranges[module.body[0]] == ((1, 0), (1, 5))
 
 
+def test_columns_count_characters_not_bytes():
+    text = "s = 'été'; x = y.cuda()\n"
+    tree = Tree(ast.parse(text), text)
+    call = tree.of_type(ast.Call)[0]
+    assert tree.start(call) == (1, 15) and tree.text(call) == "y.cuda()"
+
+
+def test_import_aliases_have_positions_on_every_python():
+    text = "import a.b as c, d\nfrom .x import (y as z,\n    w)\n"
+    tree = Tree(ast.parse(text), text)
+    assert [tree.text(a) for a in tree.of_type(ast.alias)] == ["a.b as c", "d", "y as z", "w"]
+
+
+def test_inherited_values_are_computed_once_per_node_at_any_depth():
+    depth = 2000  # an elif chain is that deep in the tree without being deep in the text
+    text = "if a0: pass\n" + "".join(f"elif a{i}: pass\n" for i in range(1, depth)) + "else: x = 1\n"
+    tree = Tree(ast.parse(text), text)
+    calls = []
+
+    def count_ifs(parent, child, above):
+        calls.append(1)
+        return above + (type(parent) is ast.If)
+
+    deepest = tree.of_type(ast.Assign)[0]
+    assert tree.inherited("ifs", deepest, count_ifs, 0) == depth
+    first = len(calls)
+    for node in tree.nodes:
+        tree.inherited("ifs", node, count_ifs, 0)
+    assert len(calls) == len(tree.nodes) - 1 and first <= len(calls)
+
+
 @pytest.mark.corpus
-def test_walk_and_positions_match_libcst_on_the_corpus():
+def test_trees_agree_on_the_corpus():
     files = sorted(corpus_dir().rglob("*.py"))
     assert files
     for path in files[:: max(1, len(files) // 25)]:
-        module = _parse(path.read_text(encoding="utf-8"))
-        if module is not None:
-            _assert_same_walk(module)
-            _assert_tree_is_libcst_order_without_tokens(module)
-            _assert_same_positions(module)
+        text = path.read_text(encoding="utf-8")
+        parsed = _parse(text)
+        if parsed is not None:
+            module, libcst_module = parsed
+            _assert_tree_is_source_order(text, module)
+            _assert_ast_ranges_are_libcst_ranges(text, module)
+            _assert_same_positions(libcst_module)

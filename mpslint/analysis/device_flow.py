@@ -19,18 +19,23 @@ evaluated structurally:
   ``train(model, ...)`` it calls, so placement is tracked by name, file-wide.
 
 Anything else is unknown, and rules treat unknown as "do not report".
+
+Cost: every expression is evaluated at most once (memoized), a name's
+bindings are kept in source order and the one reaching a use is found by
+bisection, and evaluation depth is bounded, so a file of any shape costs
+time linear in its size (a chain of 10,000 rebindings of one name is
+resolved one binding at a time, not 10,000 frames deep).
 """
 
 from __future__ import annotations
 
+import ast
+import bisect
 import enum
 import re
-from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 
-import libcst as cst
-
-from mpslint.analysis.names import dotted_name
+from mpslint.analysis.syntax import dotted_name, keyword, positional
 from mpslint.analysis.tree import Scope, Tree
 
 
@@ -58,7 +63,6 @@ DTYPES = frozenset(
 META_ATTRS = frozenset(
     "shape ndim dtype is_cuda is_mps is_cpu requires_grad is_leaf layout is_sparse is_floating_point names".split()
 )
-SAME_AS_BASE_ATTRS = frozenset("T mT H mH data grad real imag".split())
 HOST_METHODS = frozenset(
     "item tolist numpy size dim ndimension numel nelement element_size is_contiguous get_device data_ptr "
     "stride storage_offset is_floating_point is_complex __len__ __repr__ __str__ __format__".split()
@@ -78,283 +82,205 @@ MODULE_LIKE = re.compile(
 # Objects whose ``.device`` is the training device (not some tensor's own device).
 OBJECT_OWNERS = frozenset("self args accelerator trainer training_args state config cfg opt opts hparams".split())
 DEVICE_NAME = re.compile(r"^(device|dev|.*_device|device_.*)$")
+NO_GRAD = ("no_grad", "inference_mode")
+# A prefilter group (Rule.REQUIRES) for rules that need a value on the accelerator: this analysis
+# says DEVICE only through `.to(`, `.cuda(`, a placed module, a `.backward()` graph,
+# `device=`/`.device`/names like `dev`, `*_device`, or a string literal starting with a device
+# type ("cuda:0", 'mps', "xla").
+DEVICE_EVIDENCE = ("backward", "to(", "to_empty", "cuda", "prepare", "dev") + tuple(
+    quote + device for device in ("mps", "xpu", "npu", "hpu", "xla", "meta") for quote in "\"'"
+)
+
+# Deeper than this, an expression's kind is unknown: real code never nests evaluation this deep,
+# generated chains of distinct names would otherwise overflow the stack.
+MAX_DEPTH = 120
+
+_CALL, _NAME, _ATTRIBUTE = ast.Call, ast.Name, ast.Attribute
 
 
-@dataclass(frozen=True)
 class Binding:
     """One way a name gets its value in a scope."""
 
-    end: int  # tree index after which the binding is visible
-    how: str  # "assign" | "aug" | "for" | "param" | "other"
-    value: Optional[cst.CSTNode] = None  # the assigned expression / iterable / AugAssign
-    path: Tuple[Union[int, str], ...] = ()  # tuple-unpacking path into value
+    __slots__ = ("end", "how", "value", "path", "function", "scope")
+
+    def __init__(self, end: int, how: str, value: Optional[ast.AST] = None, path: Tuple[Union[int, str], ...] = (),
+                 function: Optional[ast.AST] = None) -> None:
+        self.end = end  # tree index after which the binding is visible
+        self.how = how  # "assign" | "aug" | "for" | "param" | "other"
+        self.value = value  # the assigned expression / iterable / AugAssign / parameter (ast.arg)
+        self.path = path  # tuple-unpacking path into value
+        self.function = function  # for "param": the function or lambda
+        self.scope: Optional[Scope] = None  # set when bound
+
+    def __repr__(self) -> str:
+        return f"Binding({self.end}, {self.how!r})"
 
 
 class DeviceFlow:
     def __init__(self, ctx) -> None:
         self.ctx = ctx
-        self.tree: Tree = ctx.analysis(Tree)
+        self.tree: Tree = ctx.tree
         self.bindings: Dict[Scope, Dict[str, List[Binding]]] = {}
+        self._ends: Dict[Tuple[Scope, str], List[int]] = {}  # the bindings' ends, for bisection
         self.graph: Dict[Scope, Set[str]] = {}
         self.placed: Set[str] = set()  # every name placed somewhere in the file
         self.placed_in: Dict[Scope, Dict[str, List[int]]] = {}  # scope -> name -> where it is placed
         self.prepared: Set[str] = set()  # names returned by accelerator.prepare(...)
         self.nn_objects: Set[str] = set()  # names bound to torch.nn.X(...) instances
-        self.no_grad_functions: Set[cst.CSTNode] = set()
+        self.no_grad_functions: Set[ast.AST] = set()
         # Calls of functions by simple name (``f(...)``, ``self.f(...)`` -> is_method).
-        self.calls: Dict[str, List[Tuple[cst.Call, bool]]] = {}
-        self._memo: Dict[cst.CSTNode, Kind] = {}
-        self._busy: Set[cst.CSTNode] = set()
-        self._binding_memo: Dict[Tuple[int, str], Kind] = {}
+        self.calls: Dict[str, List[Tuple[ast.Call, bool]]] = {}
+        self.device_names: List[str] = []
+        self._memo: Dict[ast.AST, Kind] = {}
+        self._busy: Set[ast.AST] = set()
+        self._binding_memo: Dict[Tuple[Binding, str], Kind] = {}
+        self._depth = 0
         self._collect()
 
     # ------------------------------------------------------------------ queries
 
-    def kind(self, expr: cst.CSTNode) -> Kind:
-        if expr in self._memo:
-            return self._memo[expr]
-        if expr in self._busy:
+    def kind(self, expr: ast.AST) -> Kind:
+        memo = self._memo
+        if expr in memo:
+            return memo[expr]
+        if expr in self._busy or self._depth > MAX_DEPTH:
             return Kind.UNKNOWN
         self._busy.add(expr)
+        self._depth += 1
         try:
             result = self._eval(expr)
         finally:
+            self._depth -= 1
             self._busy.discard(expr)
-        self._memo[expr] = result
+        memo[expr] = result
         return result
 
-    def is_device(self, expr: cst.CSTNode) -> bool:
+    def is_device(self, expr: ast.AST) -> bool:
         return self.kind(expr) is Kind.DEVICE
 
-    def is_host_tensor(self, expr: cst.CSTNode) -> bool:
+    def is_host_tensor(self, expr: ast.AST) -> bool:
         return self.kind(expr) is Kind.HOST_TENSOR
 
-    def is_placed(self, callee: cst.CSTNode) -> bool:
+    def is_placed(self, callee: ast.AST) -> bool:
         """``callee(...)`` runs a module that lives on the accelerator."""
         return self.kind(callee) in (Kind.MODULE, Kind.DEVICE)
 
-    def is_cpu(self, expr: cst.CSTNode) -> bool:
+    def is_cpu(self, expr: ast.AST) -> bool:
         return self.kind(expr) is Kind.CPU
 
-    def under_no_grad(self, node: cst.CSTNode) -> bool:
-        for parent in self.tree.ancestors(node):
-            if type(parent) is cst.With:
-                for item in parent.items:
-                    call = item.item
-                    name = self._qualified(call.func if isinstance(call, cst.Call) else call) or ""
-                    if name.endswith(("no_grad", "inference_mode")):
-                        return True
-            if parent in self.no_grad_functions:
-                return True
-        return False
+    def under_no_grad(self, node: ast.AST) -> bool:
+        """Inside ``with torch.no_grad():`` (or ``inference_mode``), or a function decorated with either."""
+        return self.tree.inherited(("no_grad", id(self)), node, self._no_grad_step, False)
 
-    def may_require_grad(self, expr: cst.CSTNode, depth: int = 0) -> bool:
+    def _no_grad_step(self, parent: ast.AST, child: ast.AST, above: bool) -> bool:
+        if above:
+            return True
+        cls = type(parent)
+        if cls is ast.With or cls is ast.AsyncWith:
+            for item in parent.items:  # type: ignore[attr-defined]
+                call = item.context_expr
+                name = self._qualified(call.func if type(call) is _CALL else call) or ""
+                if name.endswith(NO_GRAD):
+                    return True
+        return parent in self.no_grad_functions
+
+    def may_require_grad(self, expr: ast.AST, depth: int = 0) -> bool:
         """Whether ``expr`` can be part of an autograd graph (so ``.numpy()`` needs ``.detach()``)."""
         if depth > 12 or self.under_no_grad(expr):
             return False
-        if isinstance(expr, cst.Name):
+        cls = type(expr)
+        if cls is _NAME:
             scope = self.tree.scope_of(expr)
-            if expr.value in self.graph.get(scope, ()):
+            if expr.id in self.graph.get(scope, ()):  # type: ignore[attr-defined]
                 return True
-            binding = self._visible(expr.value, expr)
-            return any(self._binding_requires_grad(b, depth) for b in binding)
-        if isinstance(expr, cst.Call):
-            func = expr.func
+            return any(self._binding_requires_grad(b, depth) for b in self.visible(expr.id, expr))  # type: ignore[attr-defined]
+        if cls is _CALL:
+            func = expr.func  # type: ignore[attr-defined]
             qualified = self._qualified(func)
-            if isinstance(func, cst.Attribute) and qualified is None:
-                method = func.attr.value
+            if type(func) is _ATTRIBUTE and qualified is None:
+                method = func.attr
                 if method in ("detach", "detach_", "item", "tolist", "numpy"):
                     return False
                 if method in ("forward", "generate") and self.is_placed(func.value):
                     return True
                 if method in ("to", "cuda") or self.kind(func.value) in (Kind.DEVICE, Kind.HOST_TENSOR):
                     return self.may_require_grad(func.value, depth + 1) or any(
-                        self.may_require_grad(a.value, depth + 1) for a in expr.args
+                        self.may_require_grad(v, depth + 1) for v in _arguments(expr)
                     )
                 return self.kind(expr) is Kind.DEVICE  # self.encoder(x): a module's output
             if qualified is not None and qualified.startswith("torch."):
-                return any(self.may_require_grad(a.value, depth + 1) for a in expr.args)
+                return any(self.may_require_grad(v, depth + 1) for v in _arguments(expr))
             return self.kind(expr) is Kind.DEVICE  # model(x)
-        if isinstance(expr, cst.Attribute):
-            if expr.attr.value in ("data", "grad") or expr.attr.value in META_ATTRS:
+        if cls is _ATTRIBUTE:
+            if expr.attr in ("data", "grad") or expr.attr in META_ATTRS:  # type: ignore[attr-defined]
                 return False
-            return self.may_require_grad(expr.value, depth + 1)
-        if isinstance(expr, cst.Subscript):
-            return self.may_require_grad(expr.value, depth + 1)
-        if isinstance(expr, cst.BinaryOperation):
-            return self.may_require_grad(expr.left, depth + 1) or self.may_require_grad(expr.right, depth + 1)
-        if isinstance(expr, (cst.UnaryOperation,)):
-            return self.may_require_grad(expr.expression, depth + 1)
+            return self.may_require_grad(expr.value, depth + 1)  # type: ignore[attr-defined]
+        if cls is ast.Subscript:
+            return self.may_require_grad(expr.value, depth + 1)  # type: ignore[attr-defined]
+        if cls is ast.BinOp:
+            return self.may_require_grad(expr.left, depth + 1) or self.may_require_grad(expr.right, depth + 1)  # type: ignore[attr-defined]
+        if cls is ast.UnaryOp:
+            return self.may_require_grad(expr.operand, depth + 1)  # type: ignore[attr-defined]
         return False
 
-    def device_variable(self, at: cst.CSTNode) -> Optional[str]:
+    def device_variable(self, at: ast.AST) -> Optional[str]:
         """A name holding the accelerator device that code at ``at`` can use (``device=device``)."""
-        scope = self.tree.scope_of(at)
-        start = self.tree.start.get(at, 0)
-        for name in self._device_names:
-            for candidate_scope in (scope, self.tree.module):
+        tree = self.tree
+        scope = tree.scope_of(at)
+        start = tree.index(at)
+        for name in self.device_names:
+            for candidate_scope in (scope, tree.module):
                 for binding in self.bindings.get(candidate_scope, {}).get(name, ()):
                     visible = binding.end < start or (candidate_scope is not scope) or binding.how == "param"
                     if visible and self.kind_of_binding(binding, name) in (Kind.ACCEL, Kind.UNKNOWN):
                         return name
         return None
 
-    # ------------------------------------------------------------- collection
-
-    def _collect(self) -> None:
-        # Dispatch on the exact class: these LibCST classes have no subclasses, and
-        # ``isinstance`` against them goes through ``ABCMeta`` (once per node and test).
+    def visible(self, name: str, use: ast.AST) -> List[Binding]:
+        """The bindings that can reach ``use``: the latest one before it, else all of them."""
         tree = self.tree
-        end = tree.end
-        calls: List[cst.Call] = []
-        assign, ann_assign, aug_assign = cst.Assign, cst.AnnAssign, cst.AugAssign
-        for_, named_expr, function_def, lambda_ = cst.For, cst.NamedExpr, cst.FunctionDef, cst.Lambda
-        with_item, call_, name_, attribute = cst.WithItem, cst.Call, cst.Name, cst.Attribute
-        for node in tree.start:
-            cls = type(node)
-            if cls is call_:
-                calls.append(node)
-                self._collect_call(node)
-                func = node.func
-                func_cls = type(func)
-                if func_cls is name_:
-                    self.calls.setdefault(func.value, []).append((node, False))
-                elif func_cls is attribute and type(func.value) is name_ and func.value.value == "self":
-                    self.calls.setdefault(func.attr.value, []).append((node, True))
-            elif cls is assign or cls is ann_assign or cls is aug_assign:
-                self._bind_assignment(node)
-            elif cls is for_:
-                self._bind_target(node.target, end[node.target], "for", node.iter, ())
-            elif cls is named_expr:
-                self._bind_target(node.target, end[node], "assign", node.value, ())
-            elif cls is function_def or cls is lambda_:
-                self._bind_params(node)
-                if cls is function_def:
-                    self._bind_other(node.name, self.tree.scope_of(node), tree.start[node])
-                    for decorator in node.decorators:
-                        name = self._qualified(_callee(decorator.decorator)) or ""
-                        if name.endswith(("no_grad", "inference_mode")):
-                            self.no_grad_functions.add(node)
-            elif cls is with_item and node.asname is not None:
-                self._bind_target(node.asname.name, end[node], "other", None, ())
-        self._device_names = self._collect_device_names(calls)
+        start = tree.index(use)
+        if start < 0:
+            start = 0
+        home = tree.scope_of(use)
+        scope = home
+        while True:
+            found = self.bindings.get(scope, {}).get(name)
+            if found:
+                if scope is home:
+                    before = bisect.bisect_left(self._ends[(scope, name)], start)
+                    if before:
+                        latest = found[before - 1]
+                        return [latest] + self._carried(found, latest, use, scope, self._ends[(scope, name)])
+                return list(found)
+            if scope is tree.module:
+                return []
+            scope = tree.scope_of(scope)
 
-    def _scope_bindings(self, scope: Scope) -> Dict[str, List[Binding]]:
-        return self.bindings.setdefault(scope, {})
+    def kind_of_binding(self, binding: Binding, name: str) -> Kind:
+        key = (binding, name)
+        memo = self._binding_memo
+        if key in memo:
+            return memo[key]
+        memo[key] = Kind.UNKNOWN  # a cycle (x += ... in a loop) resolves to unknown
+        result = self._kind_of_binding(binding, name)
+        memo[key] = result
+        return result
 
-    def _bind_other(self, name_node: cst.CSTNode, scope: Scope, end: int) -> None:
-        if isinstance(name_node, cst.Name):
-            self._scope_bindings(scope).setdefault(name_node.value, []).append(Binding(end, "other"))
+    def is_dtype(self, node: ast.AST) -> bool:
+        return names_a_dtype(self._qualified(node) or dotted_name(node) or "")
 
-    def _bind_assignment(self, node: cst.CSTNode) -> None:
-        end = self.tree.end[node]
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                self._bind_target(target.target, end, "assign", node.value, ())
-            self._note_placement(node)
-        elif isinstance(node, cst.AnnAssign):
-            if node.value is not None:
-                self._bind_target(node.target, end, "assign", node.value, ())
-        else:
-            self._bind_target(node.target, end, "aug", node, ())
+    def to_target(self, call: ast.Call) -> Optional[ast.AST]:
+        """The device (or tensor) argument of ``.to(...)``; None when only a dtype is given."""
+        device = keyword(call, "device")
+        if device is not None:
+            return device
+        for value in positional(call):
+            if not self.is_dtype(value):
+                return value
+        return None
 
-    def _bind_target(self, target, end: int, how: str, value, path) -> None:
-        if isinstance(target, cst.Name):
-            scope = self.tree.scope_of(target)
-            self._scope_bindings(scope).setdefault(target.value, []).append(Binding(end, how, value, path))
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for i, element in enumerate(target.elements):
-                inner = element.value
-                if isinstance(element, cst.StarredElement):
-                    self._bind_target(inner, end, how, value, path + ("*",))
-                else:
-                    self._bind_target(inner, end, how, value, path + (i,))
-
-    def _bind_params(self, function) -> None:
-        params = function.params
-        scope = function
-        everything = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
-        for extra in (params.star_arg, params.star_kwarg):
-            if isinstance(extra, cst.Param):
-                everything.append(extra)
-        for param in everything:
-            self._scope_bindings(scope).setdefault(param.name.value, []).append(
-                Binding(self.tree.start[function], "param", param)
-            )
-
-    def _note_placement(self, node: cst.Assign) -> None:
-        value = node.value
-        targets = [t.target for t in node.targets]
-        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
-            method = value.func.attr.value
-            receiver = value.func.value
-            if method in ("to", "cuda") and not _moves_to_cpu(value, self):
-                if self._is_module_expression(receiver):
-                    for target in targets:
-                        name = dotted_name(target)
-                        if name:
-                            self._place(name, node)
-            if method == "prepare":
-                for target in targets:
-                    elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else [cst.Element(target)]
-                    for element in elements:
-                        name = dotted_name(element.value)
-                        if not name:
-                            continue
-                        self.prepared.add(name)
-                        if MODULE_LIKE.search(name.rsplit(".", 1)[-1]) and "loss" not in name.lower():
-                            self._place(name, node)
-        if isinstance(value, cst.Call):
-            qualified = self._qualified(value.func) or ""
-            if qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1][:1].isupper():
-                for target in targets:
-                    name = dotted_name(target)
-                    if name:
-                        self.nn_objects.add(name)
-
-    def _is_module_expression(self, receiver: cst.CSTNode) -> bool:
-        """``Net()`` / ``models.resnet18()`` / a placed name: a module, not a tensor."""
-        if isinstance(receiver, cst.Call):
-            qualified = self._qualified(receiver.func) or dotted_name(receiver.func) or ""
-            if qualified.startswith("torch.") and not qualified.startswith("torch.nn."):
-                return False
-            if isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value in ("to", "cuda", "float", "half", "eval", "train"):
-                return self._is_module_expression(receiver.func.value)
-            return builds_module(qualified)
-        name = dotted_name(receiver)
-        return name is not None and name in self.placed
-
-    def _collect_call(self, call: cst.Call) -> None:
-        func = call.func
-        if not isinstance(func, cst.Attribute):
-            return
-        method = func.attr.value
-        parent = self.tree.parent(call)
-        # `model.to(device)` as a statement: only modules move in place.
-        if method in ("to", "cuda", "to_empty") and isinstance(parent, cst.Expr):
-            name = dotted_name(func.value)
-            if name and not _moves_to_cpu(call, self):
-                self._place(name, call)
-        if method == "backward":
-            scope = self.tree.scope_of(call)
-            positional = [a.value for a in call.args if a.keyword is None]
-            if positional:
-                # accelerator.backward(loss) / torch.autograd.backward(loss)
-                if isinstance(positional[0], cst.Name):
-                    self._add_graph(scope, positional[0].value)
-                return
-            receiver = func.value
-            if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value == "scale":
-                if receiver.args:
-                    receiver = receiver.args[0].value
-            if isinstance(receiver, cst.Name):
-                self._add_graph(scope, receiver.value)
-
-    def _place(self, name: str, at: cst.CSTNode) -> None:
-        self.placed.add(name)
-        self.placed_in.setdefault(self.tree.scope_of(at), {}).setdefault(name, []).append(self.tree.start[at])
-
-    def is_placed_name(self, name: str, use: cst.CSTNode) -> bool:
+    def is_placed_name(self, name: str, use: ast.AST) -> bool:
         """``name`` at ``use`` is a placed module: placed in this function, or a parameter/global placed elsewhere.
 
         A function that builds its own ``model = Net()`` and never moves it has an unplaced model, whatever
@@ -362,14 +288,162 @@ class DeviceFlow:
         """
         if name not in self.placed:
             return False
-        scope = self.tree.scope_of(use)
+        tree = self.tree
+        scope = tree.scope_of(use)
         here = self.placed_in.get(scope, {}).get(name)
         if here:
-            return min(here) < self.tree.start.get(use, 0)  # calls before `model.to(device)` run on the CPU
+            return here[0] < max(tree.index(use), 0)  # calls before `model.to(device)` run on the CPU
         if "." in name:
             return True  # self.model: shared by the methods of a class
         local = self.bindings.get(scope, {}).get(name, ())
-        return not any(b.how != "param" for b in local) or scope is self.tree.module
+        return not any(b.how != "param" for b in local) or scope is tree.module
+
+    # ------------------------------------------------------------- collection
+
+    def _collect(self) -> None:
+        tree = self.tree
+        end = tree.end
+        calls: List[ast.Call] = []
+        assign, ann_assign, aug_assign = ast.Assign, ast.AnnAssign, ast.AugAssign
+        for_, async_for, named_expr = ast.For, ast.AsyncFor, ast.NamedExpr
+        function_def, async_def, lambda_, with_item = ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.withitem
+        for node in tree.nodes:
+            cls = type(node)
+            if cls is _CALL:
+                calls.append(node)  # type: ignore[arg-type]
+                self._collect_call(node)  # type: ignore[arg-type]
+                func = node.func  # type: ignore[attr-defined]
+                func_cls = type(func)
+                if func_cls is _NAME:
+                    self.calls.setdefault(func.id, []).append((node, False))  # type: ignore[arg-type]
+                elif func_cls is _ATTRIBUTE and type(func.value) is _NAME and func.value.id == "self":
+                    self.calls.setdefault(func.attr, []).append((node, True))  # type: ignore[arg-type]
+            elif cls is assign:
+                stop = end(node)
+                for target in node.targets:  # type: ignore[attr-defined]
+                    self._bind_target(target, stop, "assign", node.value, ())  # type: ignore[attr-defined]
+                self._note_placement(node)  # type: ignore[arg-type]
+            elif cls is ann_assign:
+                if node.value is not None:  # type: ignore[attr-defined]
+                    self._bind_target(node.target, end(node), "assign", node.value, ())  # type: ignore[attr-defined]
+            elif cls is aug_assign:
+                self._bind_target(node.target, end(node), "aug", node, ())  # type: ignore[attr-defined]
+            elif cls is for_ or cls is async_for:
+                self._bind_target(node.target, end(node.target), "for", node.iter, ())  # type: ignore[attr-defined]
+            elif cls is named_expr:
+                self._bind_target(node.target, end(node), "assign", node.value, ())  # type: ignore[attr-defined]
+            elif cls is function_def or cls is async_def or cls is lambda_:
+                self._bind_params(node)
+                if cls is not lambda_:
+                    self._bind(tree.scope_of(node), node.name, Binding(tree.index(node), "other"))  # type: ignore[attr-defined]
+                    for decorator in node.decorator_list:  # type: ignore[attr-defined]
+                        name = self._qualified(decorator.func if type(decorator) is _CALL else decorator) or ""
+                        if name.endswith(NO_GRAD):
+                            self.no_grad_functions.add(node)
+            elif cls is with_item and node.optional_vars is not None:  # type: ignore[attr-defined]
+                self._bind_target(node.optional_vars, end(node), "other", None, ())  # type: ignore[attr-defined]
+        # Bindings in source order of their ends, for bisection in `visible`.
+        for scope, names in self.bindings.items():
+            for name, found in names.items():
+                found.sort(key=lambda b: b.end)
+                self._ends[(scope, name)] = [b.end for b in found]
+        for places in self.placed_in.values():
+            for spots in places.values():
+                spots.sort()
+        self.device_names = _device_names(calls)
+
+    def _bind(self, scope: Scope, name: str, binding: Binding) -> None:
+        binding.scope = scope
+        self.bindings.setdefault(scope, {}).setdefault(name, []).append(binding)
+
+    def _bind_target(self, target: ast.AST, end: int, how: str, value, path) -> None:
+        cls = type(target)
+        if cls is _NAME:
+            self._bind(self.tree.scope_of(target), target.id, Binding(end, how, value, path))  # type: ignore[attr-defined]
+        elif cls is ast.Tuple or cls is ast.List:
+            for i, element in enumerate(target.elts):  # type: ignore[attr-defined]
+                if type(element) is ast.Starred:
+                    self._bind_target(element.value, end, how, value, path + ("*",))
+                else:
+                    self._bind_target(element, end, how, value, path + (i,))
+
+    def _bind_params(self, function) -> None:
+        start = self.tree.index(function)
+        for param in _all_parameters(function):
+            self._bind(function, param.arg, Binding(start, "param", param, function=function))
+
+    def _note_placement(self, node: ast.Assign) -> None:
+        value = node.value
+        targets = node.targets
+        if type(value) is _CALL and type(value.func) is _ATTRIBUTE:
+            method = value.func.attr
+            receiver = value.func.value
+            if method in ("to", "cuda") and not moves_to_cpu(value, self):
+                if self._is_module_expression(receiver):
+                    for target in targets:
+                        name = dotted_name(target)
+                        if name:
+                            self._place(name, node)
+            if method == "prepare":
+                for target in targets:
+                    elements = target.elts if type(target) in (ast.Tuple, ast.List) else [target]  # type: ignore[attr-defined]
+                    for element in elements:
+                        name = dotted_name(element)
+                        if not name:
+                            continue
+                        self.prepared.add(name)
+                        if MODULE_LIKE.search(name.rsplit(".", 1)[-1]) and "loss" not in name.lower():
+                            self._place(name, node)
+        if type(value) is _CALL:
+            qualified = self._qualified(value.func) or ""
+            if qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1][:1].isupper():
+                for target in targets:
+                    name = dotted_name(target)
+                    if name:
+                        self.nn_objects.add(name)
+
+    def _is_module_expression(self, receiver: ast.AST) -> bool:
+        """``Net()`` / ``models.resnet18()`` / a placed name: a module, not a tensor."""
+        if type(receiver) is _CALL:
+            func = receiver.func  # type: ignore[attr-defined]
+            qualified = self._qualified(func) or dotted_name(func) or ""
+            if qualified.startswith("torch.") and not qualified.startswith("torch.nn."):
+                return False
+            if type(func) is _ATTRIBUTE and func.attr in ("to", "cuda", "float", "half", "eval", "train"):
+                return self._is_module_expression(func.value)
+            return builds_module(qualified)
+        name = dotted_name(receiver)
+        return name is not None and name in self.placed
+
+    def _collect_call(self, call: ast.Call) -> None:
+        func = call.func
+        if type(func) is not _ATTRIBUTE:
+            return
+        method = func.attr
+        # `model.to(device)` as a statement: only modules move in place.
+        if method in ("to", "cuda", "to_empty") and type(self.tree.parent(call)) is ast.Expr:
+            name = dotted_name(func.value)
+            if name and not moves_to_cpu(call, self):
+                self._place(name, call)
+        if method == "backward":
+            scope = self.tree.scope_of(call)
+            values = positional(call)
+            if values:
+                # accelerator.backward(loss) / torch.autograd.backward(loss)
+                if type(values[0]) is _NAME:
+                    self._add_graph(scope, values[0].id)  # type: ignore[attr-defined]
+                return
+            receiver = func.value
+            if type(receiver) is _CALL and type(receiver.func) is _ATTRIBUTE and receiver.func.attr == "scale":
+                scaled = _arguments(receiver)
+                if scaled:
+                    receiver = scaled[0]
+            if type(receiver) is _NAME:
+                self._add_graph(scope, receiver.id)
+
+    def _place(self, name: str, at: ast.AST) -> None:
+        self.placed.add(name)
+        self.placed_in.setdefault(self.tree.scope_of(at), {}).setdefault(name, []).append(self.tree.index(at))
 
     def _add_graph(self, scope: Scope, name: str) -> None:
         names = self.graph.setdefault(scope, set())
@@ -379,115 +453,89 @@ class DeviceFlow:
         # loss = outputs.loss / outputs[0]: the outputs are on the device too.
         for binding in self.bindings.get(scope, {}).get(name, ()):
             value = binding.value
-            if binding.how == "assign" and not binding.path and isinstance(value, (cst.Attribute, cst.Subscript)):
-                base = value.value
-                if isinstance(base, cst.Name):
-                    names.add(base.value)
-
-    def _collect_device_names(self, calls: List[cst.Call]) -> List[str]:
-        """Names used as a device: ``.to(NAME)`` / ``device=NAME``, most used first."""
-        counts: Dict[str, int] = {}
-        for node in calls:
-            candidates = []
-            if isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" and node.args:
-                if node.args[0].keyword is None:
-                    candidates.append(node.args[0].value)
-            candidates += [a.value for a in node.args if a.keyword is not None and a.keyword.value == "device"]
-            for value in candidates:
-                if isinstance(value, cst.Name):
-                    counts[value.value] = counts.get(value.value, 0) + 1
-        return sorted(counts, key=lambda n: -counts[n])
+            if binding.how == "assign" and not binding.path and type(value) in (_ATTRIBUTE, ast.Subscript):
+                base = value.value  # type: ignore[union-attr]
+                if type(base) is _NAME:
+                    names.add(base.id)
 
     # ------------------------------------------------------------- evaluation
 
-    def _qualified(self, node: cst.CSTNode) -> Optional[str]:
+    def _qualified(self, node: ast.AST) -> Optional[str]:
         return self.ctx.qualify(node)
 
-    def _visible(self, name: str, use: cst.CSTNode) -> List[Binding]:
-        """The bindings that can reach ``use``: the latest one before it, else all of them."""
-        start = self.tree.start.get(use, 0)
-        scope = self.tree.scope_of(use)
-        while True:
-            found = self.bindings.get(scope, {}).get(name)
-            if found:
-                if scope is self.tree.scope_of(use):
-                    before = [b for b in found if b.end < start]
-                    if before:
-                        latest = max(before, key=lambda b: b.end)
-                        return [latest] + self._carried(found, latest, use, scope)
-                return list(found)
-            if scope is self.tree.module:
-                return []
-            scope = self.tree.scope_of(scope)
-
-    def _carried(self, found: List[Binding], latest: Binding, use: cst.CSTNode, scope: Scope) -> List[Binding]:
+    def _carried(self, found: List[Binding], latest: Binding, use: ast.AST, scope: Scope, ends: List[int]) -> List[Binding]:
         """Assignments later in a loop around ``use`` reach it on the next iteration."""
-        start = self.tree.start.get(use, 0)
+        tree = self.tree
+        start = tree.index(use)
         carried: List[Binding] = []
-        for parent in self.tree.ancestors(use):
-            if parent is scope:
+        for loop in enclosing_loops(tree, use):
+            if loop is scope:
                 break
-            if type(parent) in (cst.For, cst.While):
-                first, last = self.tree.start[parent], self.tree.end[parent]
-                if first <= latest.end <= last:
-                    break  # the loop rebinds the name before the use on every iteration
-                carried += [b for b in found if b.end > start and b.end <= last]
+            first, last = tree.index(loop), tree.end(loop)
+            if first <= latest.end <= last:
+                break  # the loop rebinds the name before the use on every iteration
+            carried += found[bisect.bisect_right(ends, start):bisect.bisect_right(ends, last)]
         return carried
 
-    def kind_of_binding(self, binding: Binding, name: str) -> Kind:
-        key = (id(binding), name)
-        if key in self._binding_memo:
-            return self._binding_memo[key]
-        self._binding_memo[key] = Kind.UNKNOWN  # a cycle (x += ... in a loop) resolves to unknown
-        result = self._kind_of_binding(binding, name)
-        self._binding_memo[key] = result
-        return result
-
     def _kind_of_binding(self, binding: Binding, name: str) -> Kind:
-        if binding.how == "param":
+        how = binding.how
+        if how == "param":
             if DEVICE_NAME.match(name):
                 return Kind.ACCEL
-            return self._argument_kind(binding.value)
-        if binding.how == "other" or binding.value is None:
+            return self._argument_kind(binding)
+        if how == "other" or binding.value is None:
             return Kind.UNKNOWN
-        if binding.how == "aug":
+        if self._depth > MAX_DEPTH // 2:
+            self._resolve_earlier(binding, name)
+        if how == "aug":
             node = binding.value
-            previous = self._visible(name, node)
+            previous = self.visible(name, node)
             before = join_all(self.kind_of_binding(b, name) for b in previous if b is not binding) if previous else Kind.HOST
-            return arithmetic(before, self.kind(node.value))
-        if binding.how == "for":
+            return arithmetic(before, self.kind(node.value))  # type: ignore[attr-defined]
+        if how == "for":
             element = self.kind(binding.value)
             return Kind.DEVICE if element is Kind.DEVICE else Kind.UNKNOWN
         value = binding.value
         for step in binding.path:
-            if isinstance(value, (cst.Tuple, cst.List)) and isinstance(step, int) and step < len(value.elements):
-                value = value.elements[step].value
+            if type(value) in (ast.Tuple, ast.List) and isinstance(step, int) and step < len(value.elts):  # type: ignore[attr-defined]
+                element = value.elts[step]  # type: ignore[attr-defined]
+                value = element.value if type(element) is ast.Starred else element
             else:
                 inner = self.kind(value)
                 return inner if inner in (Kind.DEVICE, Kind.HOST_TENSOR, Kind.HOST) else Kind.UNKNOWN
         return self.kind(value)
 
-    def _argument_kind(self, param: cst.Param) -> Kind:
-        """What the callers in this file pass for ``param`` (``accuracy(output, target)`` gets device tensors)."""
-        function = self.tree.parent(self.tree.parent(param))
-        if not isinstance(function, cst.FunctionDef):
+    def _resolve_earlier(self, binding: Binding, name: str) -> None:
+        """Deep in a chain (``x = f(x)`` repeated): resolve this name's earlier bindings first, in order,
+        so that each step of the chain finds the previous one already known."""
+        for earlier in self.bindings.get(binding.scope, {}).get(name, ()):  # type: ignore[arg-type]
+            if earlier is binding or earlier.end >= binding.end:
+                break
+            if (earlier, name) not in self._binding_memo:
+                self.kind_of_binding(earlier, name)
+
+    def _argument_kind(self, binding: Binding) -> Kind:
+        """What the callers in this file pass for a parameter (``accuracy(output, target)`` gets device tensors)."""
+        function = binding.function
+        param = binding.value
+        if type(function) not in (ast.FunctionDef, ast.AsyncFunctionDef):
             return Kind.UNKNOWN
-        params = function.params
-        if param.star or param in params.kwonly_params:
-            position = None
-        else:
-            ordered = list(params.posonly_params) + list(params.params)
-            position = ordered.index(param) if param in ordered else None
+        args = function.args  # type: ignore[union-attr]
+        ordered = [*args.posonlyargs, *args.args]
+        position = None
+        for i, candidate in enumerate(ordered):
+            if candidate is param:
+                position = i
         kinds = []
-        for call, is_method in self.calls.get(function.name.value, ()):
+        for call, is_method in self.calls.get(function.name, ()):  # type: ignore[union-attr]
             index = position - 1 if (is_method and position is not None) else position
             value = None
-            for i, arg in enumerate(a for a in call.args if a.keyword is None and not a.star):
-                if i == index:
-                    value = arg.value
-            for arg in call.args:
-                if arg.keyword is not None and arg.keyword.value == param.name.value:
-                    value = arg.value
+            plain = [a for a in call.args if type(a) is not ast.Starred]
+            if index is not None and 0 <= index < len(plain):
+                value = plain[index]
+            for item in call.keywords:
+                if item.arg == param.arg:  # type: ignore[union-attr]
+                    value = item.value
             if value is None:
                 return Kind.UNKNOWN
             kinds.append(self.kind(value))
@@ -497,78 +545,78 @@ class DeviceFlow:
         return result if result in (Kind.DEVICE, Kind.MODULE, Kind.HOST_TENSOR) else Kind.UNKNOWN
 
     def _binding_requires_grad(self, binding: Binding, depth: int) -> bool:
-        if binding.how in ("assign",) and binding.value is not None:
+        if binding.how == "assign" and binding.value is not None:
             value = binding.value
             for step in binding.path:
-                if isinstance(value, (cst.Tuple, cst.List)) and isinstance(step, int) and step < len(value.elements):
-                    value = value.elements[step].value
+                if type(value) in (ast.Tuple, ast.List) and isinstance(step, int) and step < len(value.elts):  # type: ignore[attr-defined]
+                    element = value.elts[step]  # type: ignore[attr-defined]
+                    value = element.value if type(element) is ast.Starred else element
             return self.may_require_grad(value, depth + 1)
         if binding.how == "aug" and binding.value is not None:
-            return self.may_require_grad(binding.value.value, depth + 1)
+            return self.may_require_grad(binding.value.value, depth + 1)  # type: ignore[attr-defined]
         return False
 
-    def _eval(self, expr: cst.CSTNode) -> Kind:
-        cls = type(expr)  # exact classes: none of these has subclasses, and isinstance goes through ABCMeta
-        if cls is cst.Name:
-            return self._eval_name(expr)
-        if cls is cst.Attribute:
-            return self._eval_attribute(expr)
-        if cls is cst.Subscript:
-            base = self.kind(expr.value)
+    def _eval(self, expr: ast.AST) -> Kind:
+        cls = type(expr)
+        if cls is _NAME:
+            return self._eval_name(expr)  # type: ignore[arg-type]
+        if cls is _ATTRIBUTE:
+            return self._eval_attribute(expr)  # type: ignore[arg-type]
+        if cls is ast.Subscript:
+            base = self.kind(expr.value)  # type: ignore[attr-defined]
             return base if base in (Kind.DEVICE, Kind.HOST_TENSOR, Kind.HOST, Kind.MODULE) else Kind.UNKNOWN
-        if cls is cst.Call:
-            return self._eval_call(expr)
-        if cls is cst.BinaryOperation:
-            return arithmetic(self.kind(expr.left), self.kind(expr.right))
-        if cls is cst.Comparison:
-            if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in expr.comparisons):
+        if cls is _CALL:
+            return self._eval_call(expr)  # type: ignore[arg-type]
+        if cls is ast.BinOp:
+            return arithmetic(self.kind(expr.left), self.kind(expr.right))  # type: ignore[attr-defined]
+        if cls is ast.Compare:
+            if any(type(op) in (ast.Is, ast.IsNot, ast.In, ast.NotIn) for op in expr.ops):  # type: ignore[attr-defined]
                 return Kind.HOST
-            result = self.kind(expr.left)
-            for target in expr.comparisons:
-                result = arithmetic(result, self.kind(target.comparator))
+            result = self.kind(expr.left)  # type: ignore[attr-defined]
+            for comparator in expr.comparators:  # type: ignore[attr-defined]
+                result = arithmetic(result, self.kind(comparator))
             return result
-        if cls is cst.UnaryOperation:
-            if isinstance(expr.operator, cst.Not):
+        if cls is ast.UnaryOp:
+            if type(expr.op) is ast.Not:  # type: ignore[attr-defined]
                 return Kind.HOST
-            return self.kind(expr.expression)
-        if cls is cst.BooleanOperation:
-            return join(self.kind(expr.left), self.kind(expr.right))
-        if cls is cst.IfExp:
-            return join(self.kind(expr.body), self.kind(expr.orelse))
-        if cls in (cst.Integer, cst.Float, cst.Imaginary, cst.FormattedString, cst.ConcatenatedString):
+            return self.kind(expr.operand)  # type: ignore[attr-defined]
+        if cls is ast.BoolOp:
+            return join_all(self.kind(v) for v in expr.values)  # type: ignore[attr-defined]
+        if cls is ast.IfExp:
+            return join(self.kind(expr.body), self.kind(expr.orelse))  # type: ignore[attr-defined]
+        if cls is ast.Constant:
+            value = expr.value  # type: ignore[attr-defined]
+            return Kind.UNKNOWN if value is Ellipsis else string_kind(value)
+        if cls is ast.JoinedStr:
             return Kind.HOST
-        if cls is cst.SimpleString:
-            return _string_kind(expr)
-        if cls in (cst.Tuple, cst.List, cst.Set):
-            kinds = [self.kind(e.value) for e in expr.elements]
+        if cls in (ast.Tuple, ast.List, ast.Set):
+            kinds = [self.kind(e.value if type(e) is ast.Starred else e) for e in expr.elts]  # type: ignore[attr-defined]
             return join_all(kinds) if kinds else Kind.HOST
-        if cls is cst.Dict:
-            kinds = [self.kind(e.value) for e in expr.elements if isinstance(e, cst.DictElement)]
+        if cls is ast.Dict:
+            kinds = [self.kind(v) for k, v in zip(expr.keys, expr.values) if k is not None]  # type: ignore[attr-defined]
             return join_all(kinds) if kinds else Kind.HOST
-        if cls in (cst.ListComp, cst.SetComp, cst.GeneratorExp):
-            return self.kind(expr.elt)
-        if cls is cst.DictComp:
-            return self.kind(expr.value)
-        if cls is cst.NamedExpr:
-            return self.kind(expr.value)
+        if cls in (ast.ListComp, ast.SetComp, ast.GeneratorExp):
+            return self.kind(expr.elt)  # type: ignore[attr-defined]
+        if cls is ast.DictComp:
+            return self.kind(expr.value)  # type: ignore[attr-defined]
+        if cls is ast.NamedExpr:
+            return self.kind(expr.value)  # type: ignore[attr-defined]
         return Kind.UNKNOWN
 
-    def _eval_name(self, expr: cst.Name) -> Kind:
-        name = expr.value
-        if name in ("True", "False", "None"):
-            return Kind.HOST
+    def _eval_name(self, expr: ast.Name) -> Kind:
+        name = expr.id
         if self.is_placed_name(name, expr):
             return Kind.MODULE
         scope = self.tree.scope_of(expr)
         if name in self.graph.get(scope, ()):
             return Kind.DEVICE
-        bindings = self._visible(name, expr)
+        bindings = self.visible(name, expr)
         if not bindings:
             return Kind.ACCEL if DEVICE_NAME.match(name) else Kind.UNKNOWN
         return join_all(self.kind_of_binding(b, name) for b in bindings)
 
-    def _eval_attribute(self, expr: cst.Attribute) -> Kind:
-        attr = expr.attr.value
+    def _eval_attribute(self, expr: ast.Attribute) -> Kind:
+        attr = expr.attr
         qualified = self._qualified(expr)
         if qualified is not None and qualified.startswith("torch."):
             return Kind.HOST
@@ -586,14 +634,14 @@ class DeviceFlow:
             return base
         return Kind.UNKNOWN
 
-    def _eval_call(self, call: cst.Call) -> Kind:
+    def _eval_call(self, call: ast.Call) -> Kind:
         func = call.func
         qualified = self._qualified(func)
-        if qualified is None and isinstance(func, cst.Attribute):
-            return self._eval_method(call, func)
+        if qualified is None and type(func) is _ATTRIBUTE:
+            return self._eval_method(call, func)  # type: ignore[arg-type]
         name = qualified or dotted_name(func) or ""
         last = name.rsplit(".", 1)[-1]
-        args = [a.value for a in call.args if a.keyword is None]
+        args = positional(call)
         if name == "torch.from_numpy":
             return Kind.HOST_TENSOR
         if name == "torch.device":
@@ -614,7 +662,7 @@ class DeviceFlow:
         if name.startswith("torch."):
             if name.startswith(("torch.nn.", "torch.optim.", "torch.utils.")) and last[:1].isupper():
                 return Kind.UNKNOWN
-            return self._combine(a.value for a in call.args)
+            return self._combine(_arguments(call))
         root = name.split(".", 1)[0]
         if qualified is not None and qualified.split(".", 1)[0] in HOST_MODULES:
             return Kind.HOST
@@ -623,23 +671,32 @@ class DeviceFlow:
         if name in HOST_BUILTINS:
             return Kind.HOST
         if name in JOIN_BUILTINS:
-            return self._combine(a.value for a in call.args)
+            return self._combine(_arguments(call))
         callee = self.kind(func)
         if callee in (Kind.MODULE, Kind.DEVICE):
             return Kind.DEVICE
-        arg_kinds = [self.kind(a.value) for a in call.args]
-        for kind, arg in zip(arg_kinds, call.args):
+        arg_kinds = []
+        for value in positional(call):
+            kind = self.kind(value)
             # to_device(batch, device) / move(batch, device=device): a helper that places its argument.
-            if kind is Kind.ACCEL and (arg.keyword is None or arg.keyword.value == "device"):
+            if kind is Kind.ACCEL:
                 return Kind.DEVICE
+            arg_kinds.append(kind)
+        for item in call.keywords:
+            if item.arg is None:
+                continue
+            kind = self.kind(item.value)
+            if kind is Kind.ACCEL and item.arg == "device":
+                return Kind.DEVICE
+            arg_kinds.append(kind)
         if Kind.DEVICE in arg_kinds and (MODULE_LIKE.search(last) or dotted_name(func) in self.nn_objects):
             return Kind.DEVICE
-        if not call.args and DEVICE_NAME.match(last.replace("pick_", "").replace("get_", "")):
+        if not call.args and not call.keywords and DEVICE_NAME.match(last.replace("pick_", "").replace("get_", "")):
             return Kind.ACCEL
         return Kind.UNKNOWN
 
-    def _eval_method(self, call: cst.Call, func: cst.Attribute) -> Kind:
-        method = func.attr.value
+    def _eval_method(self, call: ast.Call, func: ast.Attribute) -> Kind:
+        method = func.attr
         receiver = func.value
         if method == "to":
             return self._eval_to(call, receiver)
@@ -654,16 +711,16 @@ class DeviceFlow:
             return Kind.DEVICE if method in ("forward", "generate", "__call__") else Kind.MODULE
         if base in (Kind.DEVICE, Kind.HOST_TENSOR, Kind.HOST):
             return base
-        arg_kinds = [self.kind(a.value) for a in call.args]
+        arg_kinds = [self.kind(v) for v in _arguments(call)]
         if Kind.DEVICE in arg_kinds:
             return Kind.DEVICE
         if Kind.ACCEL in arg_kinds and method not in ("join", "format", "get", "pop", "setdefault"):
             return Kind.DEVICE
         return Kind.UNKNOWN
 
-    def _eval_to(self, call: cst.Call, receiver: cst.CSTNode) -> Kind:
+    def _eval_to(self, call: ast.Call, receiver: ast.AST) -> Kind:
         base = self.kind(receiver)
-        target = self._to_target(call)
+        target = self.to_target(call)
         if target is None:
             return base
         placed = self._placed_on(target)
@@ -671,7 +728,7 @@ class DeviceFlow:
             return Kind.UNKNOWN if placed is Kind.HOST_TENSOR else Kind.MODULE
         return placed
 
-    def _device_attribute(self, owner: cst.CSTNode) -> Kind:
+    def _device_attribute(self, owner: ast.AST) -> Kind:
         """``owner.device``: the accelerator for models, trainers and args; a tensor's own device otherwise."""
         kind = self.kind(owner)
         if kind in (Kind.DEVICE, Kind.MODULE):
@@ -683,38 +740,39 @@ class DeviceFlow:
             return Kind.ACCEL
         return Kind.UNKNOWN  # input_ids.device: wherever the input already is
 
-    def _placed_on(self, target: cst.CSTNode) -> Kind:
+    def _placed_on(self, target: ast.AST) -> Kind:
         """What a tensor moved to (or created on) ``target`` is: a device, a CPU device or another tensor."""
         destination = self.kind(target)
         if destination in (Kind.CPU, Kind.HOST_TENSOR):
             return Kind.HOST_TENSOR  # .to("cpu") / .to(other_cpu_tensor)
-        if destination is Kind.UNKNOWN and isinstance(target, cst.Attribute) and target.attr.value == "device":
+        if destination is Kind.UNKNOWN and type(target) is _ATTRIBUTE and target.attr == "device":  # type: ignore[attr-defined]
             return Kind.UNKNOWN
         return Kind.DEVICE
 
-    def _to_target(self, call: cst.Call) -> Optional[cst.CSTNode]:
-        """The device (or tensor) argument of ``.to(...)``; None when only a dtype is given."""
-        device = keyword(call, "device")
-        if device is not None:
-            return device
-        for arg in call.args:
-            if arg.keyword is not None:
-                continue
-            if self.is_dtype(arg.value):
-                continue
-            return arg.value
-        return None
-
-    def is_dtype(self, node: cst.CSTNode) -> bool:
-        return names_a_dtype(self._qualified(node) or dotted_name(node) or "")
-
-    def _combine(self, nodes: Iterable[cst.CSTNode]) -> Kind:
+    def _combine(self, nodes: Iterable[ast.AST]) -> Kind:
         kinds = [self.kind(n) for n in nodes]
         if Kind.DEVICE in kinds:
             return Kind.DEVICE
         if Kind.HOST_TENSOR in kinds and all(k in (Kind.HOST_TENSOR, Kind.HOST) for k in kinds):
             return Kind.HOST_TENSOR
         return Kind.UNKNOWN
+
+
+def enclosing_loops(tree: Tree, node: ast.AST) -> Tuple[ast.AST, ...]:
+    """The ``for``/``while`` loops around ``node``, innermost first, up to its function."""
+    parent = tree.parent(node)
+    if parent is None:
+        return ()
+    return tree.inherited("loops", node, _loops_step, ())
+
+
+def _loops_step(parent: ast.AST, child: ast.AST, above: Tuple[ast.AST, ...]) -> Tuple[ast.AST, ...]:
+    cls = type(parent)
+    if cls in (ast.For, ast.While, ast.AsyncFor):
+        return (parent, *above)
+    if cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+        return (parent,)  # the scope ends the search (`visible` stops there)
+    return above
 
 
 def builds_module(callee: str) -> bool:
@@ -726,25 +784,6 @@ def builds_module(callee: str) -> bool:
         or bool(MODULE_LIKE.search(last))
         or callee.startswith(("torchvision.models", "timm"))
     )
-
-
-def keyword(call: cst.Call, name: str) -> Optional[cst.CSTNode]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None
-
-
-def _callee(node: cst.CSTNode) -> cst.CSTNode:
-    return node.func if isinstance(node, cst.Call) else node
-
-
-def _string_kind(node: cst.SimpleString) -> Kind:
-    try:
-        value = node.evaluated_value
-    except Exception:  # bytes or odd escapes: not a device string
-        return Kind.HOST
-    return string_kind(value)
 
 
 def string_kind(value: object) -> Kind:
@@ -767,17 +806,47 @@ def names_a_dtype(name: str) -> bool:
     return "dtype" in last.lower()
 
 
-def _moves_to_cpu(call: cst.Call, flow: "DeviceFlow") -> bool:
-    if call.func.attr.value == "cuda":
+def moves_to_cpu(call: ast.Call, flow: DeviceFlow) -> bool:
+    """``.to(...)`` whose target is the CPU, or only a dtype (not a placement)."""
+    if call.func.attr == "cuda":  # type: ignore[attr-defined]
         return False
-    target = flow._to_target(call)
+    target = flow.to_target(call)
     if target is None:
         return True  # only a dtype: not a placement
-    if isinstance(target, cst.SimpleString):
-        return _string_kind(target) is not Kind.ACCEL
-    if isinstance(target, cst.Call) and (flow._qualified(target.func) == "torch.device"):
-        return bool(target.args) and isinstance(target.args[0].value, cst.SimpleString) and _string_kind(target.args[0].value) is Kind.CPU
+    if type(target) is ast.Constant and isinstance(target.value, (str, bytes)):  # type: ignore[attr-defined]
+        return string_kind(target.value) is not Kind.ACCEL  # type: ignore[attr-defined]
+    if type(target) is _CALL and flow._qualified(target.func) == "torch.device":  # type: ignore[attr-defined]
+        args = _arguments(target)  # type: ignore[arg-type]
+        return bool(args) and type(args[0]) is ast.Constant and isinstance(args[0].value, (str, bytes)) \
+            and string_kind(args[0].value) is Kind.CPU  # type: ignore[attr-defined]
     return False
+
+
+def _device_names(calls: List[ast.Call]) -> List[str]:
+    """Names used as a device: ``.to(NAME)`` / ``device=NAME``, most used first."""
+    counts: Dict[str, int] = {}
+    for node in calls:
+        candidates = []
+        if type(node.func) is _ATTRIBUTE and node.func.attr == "to" and node.args:
+            first = node.args[0]
+            candidates.append(first.value if type(first) is ast.Starred else first)
+        candidates += [k.value for k in node.keywords if k.arg == "device"]
+        for value in candidates:
+            if type(value) is _NAME:
+                counts[value.id] = counts.get(value.id, 0) + 1  # type: ignore[attr-defined]
+    return sorted(counts, key=lambda n: -counts[n])
+
+
+def _arguments(call: ast.Call) -> List[ast.AST]:
+    """Every argument value (positional, starred, keyword), in source order."""
+    return [a.value if type(a) is ast.Starred else a for a in call.args] + [k.value for k in call.keywords]
+
+
+def _all_parameters(function) -> List[ast.arg]:
+    args = function.args
+    found = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    found += [a for a in (args.vararg, args.kwarg) if a is not None]
+    return found
 
 
 def join(a: Kind, b: Kind) -> Kind:

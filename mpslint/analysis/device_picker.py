@@ -1,7 +1,7 @@
 """What the CUDA fixes write for "the device": a variable in scope or ``DEVICE``.
 
-DESIGN.md "Device picker": a fix reuses a device variable already in scope
-when that variable prefers CUDA (``device = torch.device("cuda")``,
+A fix reuses a device variable already in scope when that variable prefers
+CUDA (``device = torch.device("cuda")``,
 ``device = torch.device("cuda" if torch.cuda.is_available() else "cpu")``, a
 cuda→mps→cpu chain, ``device = pick_device()``), so ``.cuda()`` becomes
 ``.to(device)`` and still lands where it did. Otherwise it hoists one
@@ -12,27 +12,27 @@ own helper (``device-helper = "package.module:function"``).
 
 Every fix that needs the helper carries the same insertion edit, so the fixer
 merges them; a fix needing a different insertion at the same point waits for
-the next pass, where the helper already exists.
+the next pass, where the helper already exists. Edits are anchored on the
+module's own statements, so no LibCST node is needed to place them.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Set, Tuple
 
-import libcst as cst
-
-from mpslint.analysis.cuda_context import is_cuda_literal, string_value
-from mpslint.analysis.names import dotted_name
+from mpslint.analysis.cuda_context import CudaContext, is_compound, is_cuda_literal
+from mpslint.analysis.syntax import dotted_name, parameters, string_value, target_names
 from mpslint.checks.base import NodeEdit, insert_line_after
 from mpslint.knowledge.cuda_api import ACCELERATOR_ONE_LINER
 
 HOISTED = "DEVICE"
 DEFAULT_HELPER = "pick_device"
 
-Scope = Union[cst.Module, cst.FunctionDef]
 _DEVICE_NAME = re.compile(r"^(device|dev|DEVICE|_device|torch_device|default_device|[a-z_]*_device)$")
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 @dataclass(frozen=True)
@@ -68,10 +68,11 @@ def render_helper(torch: str, name: str, floor: Tuple[int, int]) -> str:
 
 
 class DevicePicker:
-    """Per-file: ``ctx.analysis(DevicePicker)``."""
+    """Per file: ``ctx.analysis(DevicePicker)``."""
 
     def __init__(self, ctx) -> None:
         self.ctx = ctx
+        self.tree = ctx.tree
         module = ctx.module
         self.module = module
         setting = ctx.settings.device_helper or "inline"
@@ -82,32 +83,27 @@ class DevicePicker:
             self.helper = DEFAULT_HELPER
         # The inline helper is torch 2.0 compatible unless a floor >= 2.7 is configured.
         self.floor = ctx.settings.torch_version[:2] if ctx.settings.torch_version else (2, 0)
-        self.torch = _torch_alias(module)
+        self.torch = torch_alias(ctx)
         self.anchor = _import_block_end(module)
-        self.helper_def: Optional[cst.FunctionDef] = None
+        self.helper_def: Optional[ast.AST] = None
         self.helper_bound = False
-        self.hoisted: Optional[cst.CSTNode] = None  # the existing `DEVICE = pick_device()`
+        self.hoisted: Optional[ast.AST] = None  # the existing `DEVICE = pick_device()`
         self.hoisted_conflict = False
         for stmt in module.body:
-            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == self.helper:
+            if type(stmt) in _FUNCTIONS and stmt.name == self.helper:  # type: ignore[attr-defined]
                 self.helper_def = stmt
                 self.helper_bound = True
+            if type(stmt) is ast.Assign and any(type(t) is ast.Name and t.id == HOISTED for t in stmt.targets):
+                if self._is_helper_call(stmt.value):
+                    self.hoisted = stmt
+                else:
+                    self.hoisted_conflict = True
         if ctx.imports.bindings.get(self.helper) is not None:
             self.helper_bound = True
-        self.order: Dict[cst.CSTNode, int] = {}
-        self.scopes: Dict[cst.CSTNode, Dict[str, List[Tuple[int, bool, bool]]]] = {}
-        self.params: Dict[cst.CSTNode, set] = {}
-        _Indexer(self).visit_module(module)
-        for stmt in module.body:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.Assign) and any(
-                        isinstance(t.target, cst.Name) and t.target.value == HOISTED for t in small.targets
-                    ):
-                        if self._is_helper_call(small.value):
-                            self.hoisted = stmt
-                        else:
-                            self.hoisted_conflict = True
+        # scope -> name -> (statement index, prefers CUDA, holds a str), for every assignment of the name
+        self.scopes: Dict[ast.AST, Dict[str, List[Tuple[int, bool, bool]]]] = {}
+        self.params: Dict[ast.AST, Set[str]] = {}
+        self._index_assignments()
 
     # --- what a fix can use -------------------------------------------------
 
@@ -116,11 +112,11 @@ class DevicePicker:
         """The helper can go after the imports, and torch is imported by then."""
         if self.torch is None or self.anchor is None:
             return False
-        body = list(self.module.body)
+        body = self.module.body
         binding = _torch_import_statement(self.module)
         return binding is not None and body.index(binding) <= body.index(self.anchor)
 
-    def picker_call(self, node: cst.CSTNode) -> Optional[DeviceRef]:
+    def picker_call(self, node: ast.AST) -> Optional[DeviceRef]:
         """``pick_device()`` at ``node``, defining or importing the helper if needed."""
         if not self._after_anchor(node):
             return None
@@ -129,7 +125,7 @@ class DevicePicker:
             return None
         return DeviceRef(f"{self.helper}()", edits)
 
-    def device_ref(self, node: cst.CSTNode) -> Optional[DeviceRef]:
+    def device_ref(self, node: ast.AST) -> Optional[DeviceRef]:
         """The device at ``node``: a CUDA-preferring variable in scope, else ``DEVICE``."""
         if not self._after_anchor(node):
             return None
@@ -145,11 +141,12 @@ class DevicePicker:
             return None
         return DeviceRef(HOISTED, edits)
 
-    def variable_in_scope(self, node: cst.CSTNode) -> Optional[Tuple[str, bool]]:
+    def variable_in_scope(self, node: ast.AST) -> Optional[Tuple[str, bool]]:
         """(name, holds a str) of a CUDA-preferring device variable assigned before ``node``."""
-        index = self._statement_index(node)
-        if index is None:
+        statement = self.tree.statement_of(node)
+        if statement is None:
             return None
+        index = self.tree.index(statement)
         scope = self._scope_of(node)
         seen = set()
         for candidate in (scope, self.module) if scope is not self.module else (self.module,):
@@ -167,41 +164,83 @@ class DevicePicker:
 
     # --- internals ------------------------------------------------------------
 
-    def _statement_index(self, node: cst.CSTNode) -> Optional[int]:
-        """Source order of the statement ``node`` is in (or heads)."""
-        for parent in (node, *self.ctx.ancestors(node)):
-            index = self.order.get(parent)
-            if index is not None:
-                return index
-        return None
+    def _index_assignments(self) -> None:
+        tree = self.tree
+        for function in tree.of_type(*_FUNCTIONS):
+            self.params[function] = {p.arg for p in parameters(function)}
+        for node in tree.of_type(ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith):
+            scope = self._scope_of(node)
+            at = tree.index(node)
+            cls = type(node)
+            if cls in (ast.For, ast.AsyncFor):
+                names = target_names(node.target)  # type: ignore[attr-defined]
+            elif cls in (ast.With, ast.AsyncWith):
+                names = [n for item in node.items if item.optional_vars is not None for n in target_names(item.optional_vars)]  # type: ignore[attr-defined]
+            else:
+                self._record(node, scope, at)
+                continue
+            for name in names:
+                self._add(scope, name, at, False)
 
-    def _scope_of(self, node: cst.CSTNode) -> Scope:
-        for parent in self.ctx.ancestors(node):
-            if isinstance(parent, cst.FunctionDef):
-                return parent
-        return self.module
+    def _record(self, node, scope: ast.AST, at: int) -> None:
+        targets = node.targets if type(node) is ast.Assign else [node.target]
+        value = node.value
+        for target in targets:
+            if type(target) is not ast.Name:
+                for name in target_names(target):
+                    self._add(scope, name, at, False)
+                continue
+            name = target.id
+            if value is None or type(node) is ast.AugAssign:
+                self._add(scope, name, at, False)
+                continue
+            ok = prefers_cuda(self.ctx, value, self.helper)
+            device_like = ok or _DEVICE_NAME.match(name) or _is_device_expr(value)
+            if not device_like:
+                self._add(scope, name, at, False)
+                continue
+            if not ok and _is_device_expr(value):
+                ok = self._in_cuda_first_chain(node)
+            self._add(scope, name, at, ok, _holds_str(value))
 
-    def _binds_locally(self, node: cst.CSTNode, name: str) -> bool:
+    def _add(self, scope: ast.AST, name: str, at: int, ok: bool, is_str: bool = False) -> None:
+        self.scopes.setdefault(scope, {}).setdefault(name, []).append((at, ok, is_str))
+
+    def _scope_of(self, node: ast.AST) -> ast.AST:
+        """The function whose local names ``node`` sees (lambdas hold no statements), or the module."""
+        return self.tree.inherited("def", node, _def_step, self.module)
+
+    def _binds_locally(self, node: ast.AST, name: str) -> bool:
         scope = self._scope_of(node)
         if scope is self.module:
             return False
         return name in self.params.get(scope, set()) or name in self.scopes.get(scope, {})
 
-    def _after_anchor(self, node: cst.CSTNode) -> bool:
+    def _after_anchor(self, node: ast.AST) -> bool:
         if not self.usable:
             return False
-        top = None
-        for parent in [node, *self.ctx.ancestors(node)]:
-            if self.ctx.parent(parent) is self.module or parent in self.module.body:
-                top = parent
-                break
+        top = self.tree.inherited("top", node, _top_step, None)
         if top is None:
             return False
-        body = list(self.module.body)
-        return top in body and body.index(top) > body.index(self.anchor)
+        return _first_line(top) > self.anchor.end_lineno  # type: ignore[union-attr]
 
-    def _is_helper_call(self, value: cst.BaseExpression) -> bool:
-        return isinstance(value, cst.Call) and dotted_name(value.func) == self.helper and not value.args
+    def _is_helper_call(self, value: ast.AST) -> bool:
+        return type(value) is ast.Call and dotted_name(value.func) == self.helper and not value.args and not value.keywords  # type: ignore[attr-defined]
+
+    def _in_cuda_first_chain(self, stmt: ast.AST) -> bool:
+        """An assignment inside ``if torch.cuda.is_available(): <cuda> elif/else ...``."""
+        parent = self.tree.parent(stmt)
+        while parent is not None and type(parent) is not ast.If:
+            if type(parent) in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module):
+                return False
+            parent = self.tree.parent(parent)
+        if parent is None:
+            return False
+        top = self.ctx.analysis(CudaContext).chain_top(parent)
+        test = top.test
+        if not (type(test) is ast.Call and self.ctx.qualify(test.func) == "torch.cuda.is_available"):
+            return False
+        return any(type(s) is ast.Assign and prefers_cuda(self.ctx, s.value, DEFAULT_HELPER) for s in top.body)
 
     def _helper_edits(self, *, with_device: bool) -> Optional[Tuple[NodeEdit, ...]]:
         device_line = f"{HOISTED} = {self.helper}()\n"
@@ -217,7 +256,7 @@ class DevicePicker:
                 text += "\n\n" + device_line
                 return (insert_line_after(self.anchor, self._pad(text, 1)),)
             return (insert_line_after(self.anchor, text),)
-        text = "\n\n" + render_helper(self.torch, self.helper, self.floor)
+        text = "\n\n" + render_helper(self.torch, self.helper, self.floor)  # type: ignore[arg-type]
         if with_device:
             text += "\n\n" + device_line
             return (insert_line_after(self.anchor, self._pad(text, 1)),)
@@ -225,261 +264,120 @@ class DevicePicker:
 
     def _pad(self, text: str, blank: int) -> str:
         """End ``text`` so that at least ``blank`` empty lines separate it from the next statement."""
-        body = list(self.module.body)
-        index = body.index(self.anchor)
-        existing = 0
-        if index + 1 < len(body):
-            for line in getattr(body[index + 1], "leading_lines", ()):
-                if line.comment is not None:
-                    break
-                existing += 1
-        else:
+        anchor = self.anchor
+        following = [s for s in self.module.body if _first_line(s) > anchor.end_lineno]  # type: ignore[union-attr]
+        if not following:
             return text
+        existing = 0
+        for row in range(anchor.end_lineno + 1, _first_line(following[0])):  # type: ignore[union-attr]
+            line = self.tree.line_text(row).strip()
+            if line:
+                break  # a comment line: what follows it is the statement's own
+            existing += 1
         return text + "\n" * max(0, blank - existing)
 
 
-def prefers_cuda(ctx, value: cst.BaseExpression, helper: str) -> bool:
+def _def_step(parent: ast.AST, child: ast.AST, above: ast.AST) -> ast.AST:
+    return parent if type(parent) in _FUNCTIONS else above
+
+
+def _top_step(parent: ast.AST, child: ast.AST, above):
+    return child if type(parent) is ast.Module else above
+
+
+def _first_line(statement: ast.AST) -> int:
+    """The first line of a statement, its decorators included."""
+    decorators = getattr(statement, "decorator_list", None)
+    if decorators:
+        return min(d.lineno for d in decorators)
+    return statement.lineno  # type: ignore[attr-defined]
+
+
+def prefers_cuda(ctx, value: ast.AST, helper: str) -> bool:
     """Whether a device value is CUDA whenever CUDA is available (like ``.cuda()``)."""
-    if isinstance(value, cst.SimpleString):
+    cls = type(value)
+    if cls is ast.Constant:
         return string_value(value) == "cuda"
-    if isinstance(value, cst.Call):
-        name = ctx.qualify(value.func)
-        if name == "torch.device" and len(value.args) == 1 and value.args[0].keyword is None:
-            return prefers_cuda(ctx, value.args[0].value, helper)
-        return dotted_name(value.func) == helper and not value.args
-    if isinstance(value, cst.Attribute) and value.attr.value == "type":
-        return isinstance(value.value, cst.Call) and prefers_cuda(ctx, value.value, helper)
-    if isinstance(value, cst.IfExp):
-        test = value.test
+    if cls is ast.Call:
+        name = ctx.qualify(value.func)  # type: ignore[attr-defined]
+        if name == "torch.device" and len(value.args) == 1 and not value.keywords and type(value.args[0]) is not ast.Starred:  # type: ignore[attr-defined]
+            return prefers_cuda(ctx, value.args[0], helper)  # type: ignore[attr-defined]
+        return dotted_name(value.func) == helper and not value.args and not value.keywords  # type: ignore[attr-defined]
+    if cls is ast.Attribute and value.attr == "type":  # type: ignore[attr-defined]
+        return type(value.value) is ast.Call and prefers_cuda(ctx, value.value, helper)  # type: ignore[attr-defined]
+    if cls is ast.IfExp:
+        test = value.test  # type: ignore[attr-defined]
         return (
-            isinstance(test, cst.Call)
+            type(test) is ast.Call
             and ctx.qualify(test.func) == "torch.cuda.is_available"
             and not test.args
-            and prefers_cuda(ctx, value.body, helper)
+            and not test.keywords
+            and prefers_cuda(ctx, value.body, helper)  # type: ignore[attr-defined]
         )
     return False
 
 
-def _in_cuda_first_chain(ctx, stmt: cst.CSTNode, tree_parent) -> bool:
-    """An assignment inside ``if torch.cuda.is_available(): <cuda> elif/else ...``."""
-    parent = tree_parent(stmt)
-    while parent is not None and not isinstance(parent, cst.If):
-        if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Module)):
-            return False
-        parent = tree_parent(parent)
-    if parent is None:
-        return False
-    top = parent
-    while isinstance(tree_parent(top), cst.If) and tree_parent(top).orelse is top:
-        top = tree_parent(top)
-    test = top.test
-    if not (isinstance(test, cst.Call) and ctx.qualify(test.func) == "torch.cuda.is_available"):
-        return False
-    for small in _simple_statements(top.body):
-        if isinstance(small, cst.Assign) and prefers_cuda(ctx, small.value, DEFAULT_HELPER):
-            return True
-    return False
-
-
-def _simple_statements(block: cst.BaseSuite):
-    body = block.body if isinstance(block, cst.IndentedBlock) else [block]
-    for stmt in body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            yield from stmt.body
-        elif isinstance(stmt, cst.BaseSmallStatement):
-            yield stmt
-
-
-class _Indexer:
-    """Source order of statements, and the device-like assignments of each scope.
-
-    Only statements are walked (not expressions), without LibCST's visitor
-    machinery: this runs on large files whenever one fix needs a device.
-    """
-
-    def __init__(self, picker: DevicePicker) -> None:
-        self.picker = picker
-        self.counter = 0
-        self.stack: List[Scope] = [picker.module]
-        self.parents: Dict[cst.CSTNode, cst.CSTNode] = {}
-
-    def visit_module(self, module: cst.Module) -> None:
-        self._block(module, module.body)
-
-    def _block(self, owner: cst.CSTNode, statements) -> None:
-        for stmt in statements:
-            self.parents[stmt] = owner
-            self._statement(stmt)
-
-    def _statement(self, stmt: cst.CSTNode) -> None:
-        self.counter += 1
-        self.picker.order[stmt] = self.counter
-        if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            for small in stmt.body:
-                self.parents[small] = stmt
-                if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
-                    self._record(small)
-            return
-        if isinstance(stmt, cst.FunctionDef):
-            self.picker.params[stmt] = {p.name.value for p in _all_params(stmt.params)}
-            self.stack.append(stmt)
-            self._suite(stmt, stmt.body)
-            self.stack.pop()
-            return
-        if isinstance(stmt, (cst.For, cst.With)):
-            self._record_other(stmt)
-        for name in ("body", "orelse", "finalbody"):
-            child = getattr(stmt, name, None)
-            if isinstance(child, cst.BaseSuite):
-                self._suite(stmt, child)
-            elif isinstance(child, (cst.If, cst.Else, cst.Finally)):
-                self.parents[child] = stmt
-                if isinstance(child, cst.If):
-                    self._statement(child)
-                else:
-                    self._suite(child, child.body)
-        for handler in getattr(stmt, "handlers", ()):
-            self.parents[handler] = stmt
-            self._suite(handler, handler.body)
-
-    def _suite(self, owner: cst.CSTNode, suite: cst.BaseSuite) -> None:
-        self.parents[suite] = owner
-        if isinstance(suite, cst.IndentedBlock):
-            self._block(suite, suite.body)
-        else:
-            self._statement(suite)
-
-    def _record(self, node) -> None:
-        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-        value = node.value
-        picker = self.picker
-        for target in targets:
-            if not isinstance(target, cst.Name):
-                for name in _names_in(target):
-                    self._add(name, False)
-                continue
-            name = target.value
-            if value is None or isinstance(node, cst.AugAssign):
-                self._add(name, False)
-                continue
-            ok = prefers_cuda(picker.ctx, value, picker.helper)
-            device_like = ok or _DEVICE_NAME.match(name) or _is_device_expr(value)
-            if not device_like:
-                self._add(name, False)
-                continue
-            if not ok and _is_device_expr(value):
-                ok = _in_cuda_first_chain(picker.ctx, node, self.parents.get)
-            self._add(name, ok, _holds_str(value))
-
-    def _record_other(self, node) -> None:
-        targets = []
-        if isinstance(node, cst.For):
-            targets = [node.target]
-        elif isinstance(node, cst.With):
-            targets = [item.asname.name for item in node.items if item.asname is not None]
-        for target in targets:
-            for name in _names_in(target):
-                self._add(name, False)
-
-    def _add(self, name: str, ok: bool, is_str: bool = False) -> None:
-        table = self.picker.scopes.setdefault(self.stack[-1], {})
-        table.setdefault(name, []).append((self.counter, ok, is_str))
-
-
-def _holds_str(value: cst.BaseExpression) -> bool:
-    if isinstance(value, cst.SimpleString):
+def _holds_str(value: ast.AST) -> bool:
+    if string_value(value) is not None:
         return True
-    if isinstance(value, cst.IfExp):
-        return _holds_str(value.body) and _holds_str(value.orelse)
-    return isinstance(value, cst.Attribute) and value.attr.value == "type"
+    if type(value) is ast.IfExp:
+        return _holds_str(value.body) and _holds_str(value.orelse)  # type: ignore[attr-defined]
+    return type(value) is ast.Attribute and value.attr == "type"  # type: ignore[attr-defined]
 
 
-def _names_in(target: cst.CSTNode) -> List[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _names_in(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _names_in(target.value)
-    return []
-
-
-def _is_device_expr(value: cst.BaseExpression) -> bool:
-    if isinstance(value, cst.SimpleString):
-        v = string_value(value)
-        return v is not None and (v in ("cpu", "mps") or is_cuda_literal(value))
-    if isinstance(value, cst.Call):
-        return (dotted_name(value.func) or "").endswith("device")
+def _is_device_expr(value: ast.AST) -> bool:
+    text = string_value(value)
+    if text is not None:
+        return text in ("cpu", "mps") or is_cuda_literal(value)
+    if type(value) is ast.Call:
+        return (dotted_name(value.func) or "").endswith("device")  # type: ignore[attr-defined]
     return False
-
-
-def _all_params(params: cst.Parameters):
-    yield from params.posonly_params
-    yield from params.params
-    yield from params.kwonly_params
-    if isinstance(params.star_arg, cst.Param):
-        yield params.star_arg
-    if params.star_kwarg is not None:
-        yield params.star_kwarg
 
 
 def torch_alias(ctx) -> Optional[str]:
-    """``ctx.analysis(torch_alias)``: the local name of torch for rewritten code."""
-    return _torch_alias(ctx.module)
-
-
-def _torch_alias(module: cst.Module) -> Optional[str]:
     """The module-level name bound to ``torch`` itself (``import torch as th`` -> ``th``)."""
     found = []
-    for stmt in _top_level_statements(module):
-        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    full = dotted_name(alias.name)
-                    if full is None:
-                        continue
-                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                        if full == "torch":
-                            found.append(alias.asname.name.value)
-                    elif full.split(".", 1)[0] == "torch":
-                        found.append("torch")
+    for stmt in _top_level_statements(ctx.module):
+        if type(stmt) is ast.Import:
+            for alias in stmt.names:
+                if alias.asname:
+                    if alias.name == "torch":
+                        found.append(alias.asname)
+                elif alias.name.split(".", 1)[0] == "torch":
+                    found.append("torch")
     if "torch" in found:
         return "torch"
     return found[0] if found else None
 
 
-def _torch_import_statement(module: cst.Module) -> Optional[cst.CSTNode]:
+def _torch_import_statement(module: ast.Module) -> Optional[ast.AST]:
     """The top-level statement (or block) that first imports torch."""
     for stmt in module.body:
-        inner = stmt.body.body if isinstance(stmt, (cst.Try, cst.If)) and isinstance(stmt.body, cst.IndentedBlock) else [stmt]
+        inner = stmt.body if type(stmt) in (ast.Try, ast.If) else [stmt]  # type: ignore[attr-defined]
         for line in inner:
-            if isinstance(line, cst.SimpleStatementLine):
-                for small in line.body:
-                    if isinstance(small, cst.Import) and any(
-                        (dotted_name(a.name) or "").split(".", 1)[0] == "torch" for a in small.names
-                    ):
-                        return stmt
+            if type(line) is ast.Import and any(a.name.split(".", 1)[0] == "torch" for a in line.names):
+                return stmt
     return None
 
 
-def _top_level_statements(module: cst.Module):
+def _top_level_statements(module: ast.Module):
     """Module statements, looking into top-level ``try``/``if`` blocks (guarded imports)."""
     for stmt in module.body:
         yield stmt
-        if isinstance(stmt, (cst.Try, cst.If)) and isinstance(stmt.body, cst.IndentedBlock):
-            yield from stmt.body.body  # `try: import torch` / `if is_torch_available(): import torch`
+        if type(stmt) in (ast.Try, ast.If):
+            yield from stmt.body  # type: ignore[attr-defined]  # `try: import torch` / `if is_torch_available(): import torch`
 
 
-def _contains_import(stmt: cst.CSTNode) -> bool:
-    if isinstance(stmt, cst.SimpleStatementLine):
-        return any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
-    if isinstance(stmt, (cst.Try, cst.If)) and isinstance(stmt.body, cst.IndentedBlock):
+def _contains_import(stmt: ast.AST) -> bool:
+    if type(stmt) in (ast.Import, ast.ImportFrom):
+        return True
+    if type(stmt) in (ast.Try, ast.If):
         # `try: import x` / `if is_torch_available(): import torch`
-        return any(_contains_import(s) for s in stmt.body.body)
+        return any(_contains_import(s) for s in stmt.body)  # type: ignore[attr-defined]
     return False
 
 
-def _import_block_end(module: cst.Module) -> Optional[cst.CSTNode]:
+def _import_block_end(module: ast.Module) -> Optional[ast.AST]:
     """The last statement of the module's leading imports.
 
     The prelude is the docstring, ``from __future__`` and imports, possibly
@@ -491,7 +389,7 @@ def _import_block_end(module: cst.Module) -> Optional[cst.CSTNode]:
     for stmt in module.body:
         if _contains_import(stmt):
             last = stmt
-        elif isinstance(stmt, cst.SimpleStatementLine):
+        elif not is_compound(stmt):
             continue
         else:
             break

@@ -14,25 +14,43 @@ A branch guarded by ``step % N == 0`` (and the like: ``(step + 1) % N == 0``,
 ``i % args.log_interval == 0 or last``, ``step == 0``, a name assigned such
 a test) is *interval-guarded*: it runs every N steps, not every step.
 ``except`` handlers and a loop's ``else`` do not run per step.
+
+Every question here is answered from values each node inherits from its
+parent (``Tree.inherited``), computed once per node.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple, Union
 
-import libcst as cst
-
 from mpslint.analysis.device_flow import DeviceFlow
-from mpslint.analysis.names import dotted_name
+from mpslint.analysis.syntax import bool_sides, dotted_name, integer_value, positional
 from mpslint.analysis.tree import Tree
 
-LoopNode = Union[cst.For, cst.While]
+LoopNode = Union[ast.For, ast.AsyncFor, ast.While]
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 LOADER = re.compile(r"(loader|_dl|^dl)s?$|^loader_|_loader_", re.IGNORECASE)
 WRAPPERS = frozenset("enumerate tqdm zip iter islice trange progress track chain".split())
 OPTIMIZER = re.compile(r"optim|^opt$|^opt_|_opt$|^opt[A-Z_]|scaler", re.IGNORECASE)
+
+# Prefilter groups (Rule.REQUIRES) for rules that need a hot loop, each a necessary condition
+# read off this analysis: a `for`/`while` whose body runs `.backward()`, `<optimizer>.step()`,
+# a placed module's forward (placed only by `.to(`/`.cuda(`/`.to_empty(`/`prepare(`), or
+# that iterates a loader (LOADER matches "loader"/"dl" in any case, hence every casing;
+# "DataLoader" contains "oader").
+LOOP_KEYWORDS = ("for", "while")
+STEP_EVIDENCE = ("backward", "step", "to(", "to_empty", "cuda", "prepare") + tuple(
+    "".join(c.upper() if mask >> i & 1 else c for i, c in enumerate(word)) for word in ("oader", "dl")
+    for mask in range(2 ** len(word))
+)
+
+_FOR = (ast.For, ast.AsyncFor)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_FRAMES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 @dataclass(frozen=True)
@@ -52,49 +70,33 @@ class StepPosition:
 class HotLoops:
     def __init__(self, ctx) -> None:
         self.ctx = ctx
-        self.tree: Tree = ctx.analysis(Tree)
+        self.tree: Tree = ctx.tree
         self.flow: DeviceFlow = ctx.analysis(DeviceFlow)
-        self.defs: Dict[str, List[cst.FunctionDef]] = {}
-        for function in self.tree.functions:
-            self.defs.setdefault(function.name.value, []).append(function)
-        self.hot: Dict[LoopNode, Loop] = {}
-        self.callers: Dict[cst.FunctionDef, StepPosition] = {}
+        self.defs: Dict[str, List[FunctionNode]] = {}
+        for function in self.tree.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
+            self.defs.setdefault(function.name, []).append(function)  # type: ignore[attr-defined]
+        self.hot: Dict[ast.AST, Loop] = {}
+        self.callers: Dict[ast.AST, StepPosition] = {}
+        self._guards: Dict[ast.AST, bool] = {}
         self._find_hot_loops()
         self._find_per_step_functions()
 
     # ---------------------------------------------------------------- queries
 
-    def position(self, node: cst.CSTNode) -> Optional[StepPosition]:
+    def position(self, node: ast.AST) -> Optional[StepPosition]:
         """The hot loop that runs ``node`` on every step (or every N steps, ``guarded``); None if none."""
-        guarded = False
-        child = node
-        for parent in self.tree.ancestors(node):
-            if isinstance(parent, cst.For):
-                if child is parent.body:
-                    loop = self.hot.get(parent)
-                    if loop is not None:
-                        return StepPosition(loop, guarded)
-            elif isinstance(parent, cst.While):
-                if child is parent.body or child is parent.test:
-                    loop = self.hot.get(parent)
-                    if loop is not None:
-                        return StepPosition(loop, guarded)
-            elif isinstance(parent, cst.If):
-                if child is parent.body and self.is_guard(parent.test):
-                    guarded = True
-            elif isinstance(parent, cst.ExceptHandler):
-                return None
-            elif isinstance(parent, cst.FunctionDef):
-                caller = self.callers.get(parent)
-                if caller is None:
-                    return None
-                return StepPosition(caller.loop, guarded or caller.guarded)
-            elif isinstance(parent, (cst.Lambda, cst.ClassDef)):
-                return None
-            child = parent
-        return None
+        local = self.tree.inherited(("hot", id(self)), node, self._local_step, None)
+        if local is None:
+            return None
+        where, guarded = local
+        if isinstance(where, Loop):
+            return StepPosition(where, guarded)
+        caller = self.callers.get(where)
+        if caller is None:
+            return None
+        return StepPosition(caller.loop, guarded or caller.guarded)
 
-    def per_step(self, node: cst.CSTNode) -> Optional[Loop]:
+    def per_step(self, node: ast.AST) -> Optional[Loop]:
         """The hot loop that runs ``node`` every step, honouring ``report_interval_guarded``."""
         position = self.position(node)
         if position is None:
@@ -103,55 +105,84 @@ class HotLoops:
             return None
         return position.loop
 
-    def is_guard(self, test: cst.CSTNode, depth: int = 0) -> bool:
+    def is_guard(self, test: ast.AST, depth: int = 0) -> bool:
         """``step % N == 0``-like tests: the branch runs every N steps or once."""
         if depth > 4:
             return False
-        if isinstance(test, cst.Comparison):
-            if len(test.comparisons) != 1 or not isinstance(test.comparisons[0].operator, cst.Equal):
+        cls = type(test)
+        if cls is ast.Compare:
+            if len(test.ops) != 1 or type(test.ops[0]) is not ast.Eq:  # type: ignore[attr-defined]
                 return False
-            sides = (test.left, test.comparisons[0].comparator)
+            sides = (test.left, test.comparators[0])  # type: ignore[attr-defined]
             if any(_is_modulo(side) for side in sides):
                 return True
             # `step == 0`, `i == len(loader) - 1`, `step == args.max_steps`: once per loop.
-            return any(isinstance(side, cst.Integer) or _mentions_len(side) for side in sides)
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            return _is_modulo(test.expression)
-        if isinstance(test, cst.BooleanOperation):
-            left, right = test.left, test.right
-            if isinstance(test.operator, cst.And):
+            return any(integer_value(side) is not None or _mentions_len(side) for side in sides)
+        if cls is ast.UnaryOp and type(test.op) is ast.Not:  # type: ignore[attr-defined]
+            return _is_modulo(test.operand)  # type: ignore[attr-defined]
+        if cls is ast.BoolOp:
+            left, right = bool_sides(test)  # type: ignore[arg-type]
+            if type(test.op) is ast.And:  # type: ignore[attr-defined]
                 return self.is_guard(left, depth + 1) or self.is_guard(right, depth + 1)
             sides = (left, right)
             guards = [self.is_guard(s, depth + 1) for s in sides]
             # `i % log_interval == 0 or last`: the other side is a plain flag.
             return any(guards) and all(g or _is_flag(s) for g, s in zip(guards, sides))
-        if isinstance(test, cst.Name):
+        if cls is ast.Name:
             scope = self.tree.scope_of(test)
-            bindings = self.flow.bindings.get(scope, {}).get(test.value, [])
+            bindings = self.flow.bindings.get(scope, {}).get(test.id, [])  # type: ignore[attr-defined]
             values = [b.value for b in bindings if b.how == "assign" and not b.path]
             return bool(values) and len(values) == len(bindings) and all(self.is_guard(v, depth + 1) for v in values)
         return False
 
     # -------------------------------------------------------------- detection
 
-    def _innermost(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-        """The loop whose iteration runs ``node`` directly, or the function it is in (else None)."""
-        child = node
-        for parent in self.tree.ancestors(node):
-            if isinstance(parent, cst.For) and child is parent.body:
-                return parent
-            if isinstance(parent, cst.While) and (child is parent.body or child is parent.test):
-                return parent
-            if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-                return parent if isinstance(parent, cst.FunctionDef) else None
-            child = parent
-        return None
+    def _local_step(self, parent: ast.AST, child: ast.AST, above):
+        """(the hot loop or function that decides, interval-guarded since) for ``child``; None outside any."""
+        cls = type(parent)
+        if cls in _FOR or cls is ast.While:
+            if _in_field(self.tree, child, parent, "body") or (cls is ast.While and child is parent.test):  # type: ignore[attr-defined]
+                loop = self.hot.get(parent)
+                if loop is not None:
+                    return loop, False
+            return above
+        if cls is ast.If:
+            if above is not None and _in_field(self.tree, child, parent, "body") and self._is_guard(parent.test):  # type: ignore[attr-defined]
+                return above[0], True
+            return above
+        if cls is ast.ExceptHandler or cls is ast.Lambda or cls is ast.ClassDef:
+            return None
+        if cls in _FUNCTIONS:
+            return parent, False
+        return above
 
-    def _step_kind(self, call: cst.Call) -> Optional[str]:
+    def _is_guard(self, test: ast.AST) -> bool:
+        known = self._guards.get(test)
+        if known is None:
+            known = self._guards[test] = self.is_guard(test)
+        return known
+
+    def _innermost(self, node: ast.AST) -> Optional[ast.AST]:
+        """The loop whose iteration runs ``node`` directly, or the function it is in (else None)."""
+        return self.tree.inherited("innermost", node, self._innermost_step, None)
+
+    def _innermost_step(self, parent: ast.AST, child: ast.AST, above):
+        cls = type(parent)
+        if cls in _FOR or cls is ast.While:
+            if _in_field(self.tree, child, parent, "body") or (cls is ast.While and child is parent.test):  # type: ignore[attr-defined]
+                return parent
+            return above
+        if cls in _FUNCTIONS:
+            return parent
+        if cls is ast.Lambda or cls is ast.ClassDef:
+            return None
+        return above
+
+    def _step_kind(self, call: ast.Call) -> Optional[str]:
         """"train" for backward/optimizer steps, "forward" for a placed module's forward."""
         func = call.func
-        if isinstance(func, cst.Attribute):
-            method = func.attr.value
+        if type(func) is ast.Attribute:
+            method = func.attr
             if method == "backward":
                 return "train"
             if method == "step":
@@ -165,22 +196,21 @@ class HotLoops:
             return "forward"
         return None
 
-    def _local_callee(self, call: cst.Call) -> List[cst.FunctionDef]:
+    def _local_callee(self, call: ast.Call) -> List[FunctionNode]:
         func = call.func
-        if isinstance(func, cst.Name):
-            return self.defs.get(func.value, [])
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
-            return self.defs.get(func.attr.value, [])
+        if type(func) is ast.Name:
+            return self.defs.get(func.id, [])
+        if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id in ("self", "cls"):
+            return self.defs.get(func.attr, [])
         return []
 
     def _find_hot_loops(self) -> None:
-        calls = [n for n in self.tree.start if isinstance(n, cst.Call)]
-        steps: Dict[cst.CSTNode, Set[str]] = {}  # loop or function -> step kinds run directly in it
-        local_calls: List[Tuple[cst.CSTNode, List[cst.FunctionDef]]] = []
-        for call in calls:
-            owner = None
-            kind = self._step_kind(call)
-            callees = self._local_callee(call)
+        tree = self.tree
+        steps: Dict[ast.AST, Set[str]] = {}  # loop or function -> step kinds run directly in it
+        local_calls: List[Tuple[ast.AST, List[FunctionNode]]] = []
+        for call in tree.of_type(ast.Call):
+            kind = self._step_kind(call)  # type: ignore[arg-type]
+            callees = self._local_callee(call)  # type: ignore[arg-type]
             if kind is None and not callees:
                 continue
             owner = self._innermost(call)
@@ -202,11 +232,9 @@ class HotLoops:
                     if inherited and callee is not owner:
                         steps.setdefault(owner, set()).update(inherited)
                         changed = True
-        for node in self.tree.start:
-            if not isinstance(node, (cst.For, cst.While)):
-                continue
+        for node in tree.of_type(ast.For, ast.AsyncFor, ast.While):
             kinds = steps.get(node, set())
-            loader = isinstance(node, cst.For) and self._iterates_loader(node.iter)
+            loader = type(node) in _FOR and self._iterates_loader(node.iter)  # type: ignore[attr-defined]
             if not kinds and not loader:
                 continue
             if "train" in kinds:
@@ -215,36 +243,29 @@ class HotLoops:
                 label = "evaluation loop"
             else:
                 label = "loop over batches"
-            self.hot[node] = Loop(node, label)
+            self.hot[node] = Loop(node, label)  # type: ignore[arg-type]
         # An epoch loop runs the batch loop; its own forward calls (a sample
         # generated per epoch) run once per epoch, not per step.
+        outer: Set[ast.AST] = set()
+        for node in self.hot:
+            for enclosing in self.tree.inherited("frame_loops", node, _frame_loops_step, ()):
+                outer.add(enclosing)
         for node in list(self.hot):
-            if isinstance(node, cst.For) and self._iterates_loader(node.iter):
+            if type(node) in _FOR and self._iterates_loader(node.iter):  # type: ignore[attr-defined]
                 continue
-            if any(inner is not node and self._directly_nested(node, inner) for inner in self.hot):
+            if node in outer:
                 del self.hot[node]
 
-    def _directly_nested(self, outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
-        """``inner`` is inside ``outer``'s body, in the same function."""
-        if not self.tree.contains(outer, inner):
-            return False
-        for parent in self.tree.ancestors(inner):
-            if parent is outer:
-                return True
-            if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-                return False
-        return False
-
-    def _iterates_loader(self, iterable: cst.CSTNode, depth: int = 0) -> bool:
+    def _iterates_loader(self, iterable: ast.AST, depth: int = 0) -> bool:
         if depth > 4:
             return False
-        if isinstance(iterable, cst.Call):
-            name = dotted_name(iterable.func) or ""
+        if type(iterable) is ast.Call:
+            name = dotted_name(iterable.func) or ""  # type: ignore[attr-defined]
             last = name.rsplit(".", 1)[-1]
             if last == "DataLoader":
                 return True
             if last in WRAPPERS:
-                return any(self._iterates_loader(a.value, depth + 1) for a in iterable.args if a.keyword is None)
+                return any(self._iterates_loader(value, depth + 1) for value in positional(iterable))  # type: ignore[arg-type]
             return False
         name = dotted_name(iterable)
         if name is None:
@@ -252,14 +273,14 @@ class HotLoops:
         return bool(LOADER.search(name.rsplit(".", 1)[-1]))
 
     def _find_per_step_functions(self) -> None:
-        calls = [n for n in self.tree.start if isinstance(n, cst.Call) and self._local_callee(n)]
+        calls = [n for n in self.tree.of_type(ast.Call) if self._local_callee(n)]  # type: ignore[arg-type]
         for _ in range(6):
             changed = False
             for call in calls:
                 position = self.position(call)
                 if position is None:
                     continue
-                for callee in self._local_callee(call):
+                for callee in self._local_callee(call):  # type: ignore[arg-type]
                     known = self.callers.get(callee)
                     if self.tree.contains(callee, call):
                         continue  # recursion
@@ -270,24 +291,39 @@ class HotLoops:
                 break
 
 
-def _is_modulo(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo)
+def _in_field(tree: Tree, child: ast.AST, parent: ast.AST, field: str) -> bool:
+    owner = tree.block_owner(child)
+    return owner is not None and owner[0] is parent and owner[1] == field
 
 
-def _mentions_len(node: cst.CSTNode) -> bool:
-    if isinstance(node, cst.Call):
-        return dotted_name(node.func) == "len"
-    if isinstance(node, cst.BinaryOperation):
-        return _mentions_len(node.left) or _mentions_len(node.right)
+def _frame_loops_step(parent: ast.AST, child: ast.AST, above: Tuple[ast.AST, ...]) -> Tuple[ast.AST, ...]:
+    """The loops around a node within its function (or lambda, or class body)."""
+    cls = type(parent)
+    if cls in _FRAMES:
+        return ()
+    if cls in _FOR or cls is ast.While:
+        return (*above, parent)
+    return above
+
+
+def _is_modulo(node: ast.AST) -> bool:
+    return type(node) is ast.BinOp and type(node.op) is ast.Mod  # type: ignore[attr-defined]
+
+
+def _mentions_len(node: ast.AST) -> bool:
+    if type(node) is ast.Call:
+        return dotted_name(node.func) == "len"  # type: ignore[attr-defined]
+    if type(node) is ast.BinOp:
+        return _mentions_len(node.left) or _mentions_len(node.right)  # type: ignore[attr-defined]
     name = dotted_name(node) or ""
     last = name.rsplit(".", 1)[-1].lower()
     return any(word in last for word in ("last", "total", "max_", "num_", "final"))
 
 
-def _is_flag(node: cst.CSTNode) -> bool:
+def _is_flag(node: ast.AST) -> bool:
     """A plain condition that is not computed by a call: ``last``, ``args.debug``, ``i == n - 1``."""
-    if isinstance(node, (cst.Name, cst.Attribute)):
+    if type(node) in (ast.Name, ast.Attribute):
         return True
-    if isinstance(node, cst.Comparison):
-        return not any(isinstance(n, cst.Call) for n in (node.left, *(c.comparator for c in node.comparisons)))
+    if type(node) is ast.Compare:
+        return not any(type(n) is ast.Call for n in (node.left, *node.comparators))  # type: ignore[attr-defined]
     return False

@@ -1,152 +1,365 @@
-"""Parents, source order and scopes for every syntax node of a module, from one walk.
+"""One file as Python's ``ast`` sees it: every node in source order, with its parent, scope and block.
 
-Whole-file analyses (which loop is hot, what a name holds at a given use)
-need the entire tree up front, and the engine feeds rules from the same walk:
-``Tree.start`` lists the syntax nodes (everything but tokens, whitespace and
-comments) in LibCST's visiting order. ``ctx.analysis(Tree)`` returns the
-engine's tree.
+Rules and analyses read the file through this tree, built in one iterative
+walk (deep nesting cannot hit the recursion limit):
+
+- ``nodes`` lists every node in source pre-order (a node before its children,
+  children left to right as they appear in the text), so "B comes after A
+  ends" is ``index(B) > end(A)``; ``of_type(ast.Call)`` lists one class's
+  nodes in that order;
+- ``parent``, ``ancestors``, ``scope_of`` (the module, function or lambda
+  whose names a node sees: a function's decorators and defaults count as
+  inside it, as the rules have always treated them), ``block_of`` (the
+  statement list a statement sits in, and where);
+- ``inherited(...)``: a value that each node takes from its parent (the
+  guards around it, the loop that runs it), computed once per node however
+  many nodes ask, so that questions about ancestors stay linear in the size
+  of the file;
+- positions: ``ast`` counts columns in UTF-8 bytes, diagnostics in
+  characters; ``start``/``end`` convert, line by line, only for the nodes asked.
+
+Operator and expression-context singletons (``ast.Add``, ``ast.Load``) are not
+nodes of the tree.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Dict, Iterator, List, Mapping, Optional, Tuple, Union
+import ast
+import bisect
+import re
+import sys
+from typing import Callable, Dict, Iterator, List, Optional, Tuple, Type, TypeVar, Union
 
-import libcst as cst
+Scope = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
+Block = Tuple[ast.AST, str]  # the statement list ``getattr(owner, field)``
 
-from mpslint import walk
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_SKIPPED = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop, ast.type_ignore)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 
-Scope = Union[cst.Module, cst.FunctionDef, cst.Lambda]
+T = TypeVar("T")
 
 
 class Tree:
-    def __init__(self, ctx_or_module) -> None:
-        module = ctx_or_module if isinstance(ctx_or_module, cst.Module) else ctx_or_module.module
+    def __init__(self, module: ast.Module, source: str) -> None:
         self.module = module
-        # Pre-order index of every node, and the last index inside it: a node
-        # B comes after node A ends when start[B] > end[A].
-        self.start: Dict[cst.CSTNode, int] = {}
-        self.functions: List[cst.FunctionDef] = []
-        # Per pre-order index: the node's last index, parent and scope. Lists, not
-        # dicts keyed by node: a LibCST node's ``__hash__`` is a Python call, and
-        # filling four dicts per node cost more than the walk itself.
+        self.source = source
+        self.nodes: List[ast.AST] = []
+        self._index: Dict[ast.AST, int] = {}
         self._ends: List[int] = []
-        self._parents: List[Optional[cst.CSTNode]] = []
+        self._parents: List[Optional[ast.AST]] = []
         self._scopes: List[Scope] = []
-        _walk(self, module)
-        self.end: Mapping[cst.CSTNode, int] = _ByIndex(self.start, self._ends)
-        self.parents: Mapping[cst.CSTNode, Optional[cst.CSTNode]] = _ByIndex(self.start, self._parents)
+        self._blocks: Dict[ast.AST, Tuple[ast.AST, str, int]] = {}  # statement -> (owner, field, position)
+        self._types: Dict[type, List[ast.AST]] = {}
+        self._inherited: Dict[object, List[object]] = {}
+        self._line_starts: Optional[List[int]] = None
+        _walk(self)
+        if _ALIASES_UNPLACED:
+            for statement in self.of_type(ast.Import, ast.ImportFrom):
+                _place_aliases(self, statement)
 
-    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-        index = self.start.get(node)
+    # ------------------------------------------------------------- structure
+
+    def index(self, node: ast.AST) -> int:
+        """The node's place in source pre-order (-1 for a node outside the tree)."""
+        return self._index.get(node, -1)
+
+    def end(self, node: ast.AST) -> int:
+        """The index of the last node inside ``node`` (itself, for a leaf)."""
+        index = self._index.get(node)
+        return -1 if index is None else self._ends[index]
+
+    def parent(self, node: ast.AST) -> Optional[ast.AST]:
+        index = self._index.get(node)
         return None if index is None else self._parents[index]
 
-    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        start, parents = self.start, self._parents
-        index = start.get(node)
-        parent = None if index is None else parents[index]
+    def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
+        parents, index = self._parents, self._index
+        parent = self.parent(node)
         while parent is not None:
             yield parent
-            parent = parents[start[parent]]
+            parent = parents[index[parent]]
 
-    def scope_of(self, node: cst.CSTNode) -> Scope:
-        """The function (or lambda, or the module) whose local names ``node`` sees."""
-        index = self.start.get(node)
-        # A node outside the walk has no recorded ancestors: the module's names.
+    def scope_of(self, node: ast.AST) -> Scope:
+        index = self._index.get(node)
         return self.module if index is None else self._scopes[index]
 
-    def contains(self, outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
-        return self.start.get(outer, 0) <= self.start.get(inner, -1) <= self.end.get(outer, -1)
+    def contains(self, outer: ast.AST, inner: ast.AST) -> bool:
+        first = self._index.get(outer)
+        position = self._index.get(inner)
+        return first is not None and position is not None and first <= position <= self._ends[first]
+
+    def of_type(self, *classes: Type[ast.AST]) -> List[ast.AST]:
+        """The nodes of these classes, in source order."""
+        if len(classes) == 1:
+            return self._types.get(classes[0], [])
+        found = [node for cls in classes for node in self._types.get(cls, ())]
+        found.sort(key=self._index.__getitem__)
+        return found
+
+    def block_of(self, statement: ast.AST) -> Optional[Tuple[List[ast.stmt], int]]:
+        """The statement list ``statement`` is in, and its position there."""
+        place = self._blocks.get(statement)
+        if place is None:
+            return None
+        owner, field, position = place
+        return getattr(owner, field), position
+
+    def block_owner(self, statement: ast.AST) -> Optional[Block]:
+        place = self._blocks.get(statement)
+        return None if place is None else (place[0], place[1])
+
+    def statement_of(self, node: ast.AST) -> Optional[ast.stmt]:
+        """The innermost statement containing ``node`` (itself, for a statement)."""
+        for candidate in (node, *self.ancestors(node)):
+            if isinstance(candidate, ast.stmt):
+                return candidate
+        return None
+
+    def inherited(self, key: object, node: ast.AST, compute: Callable[[ast.AST, ast.AST, object], T], root: T) -> T:
+        """A value each node derives from its parent's: ``compute(parent, child, parent_value)``.
+
+        The module has ``root``. Values are memoized per (key, node), so asking
+        for every node of the file costs one step per node, whatever the depth.
+        """
+        memo = self._inherited.get(key)
+        if memo is None:
+            memo = self._inherited[key] = [_UNSET] * len(self.nodes)
+        index = self._index.get(node)
+        if index is None:
+            return root
+        value = memo[index]
+        if value is not _UNSET:
+            return value  # type: ignore[return-value]
+        chain = []
+        parents, positions = self._parents, self._index
+        while index is not None and memo[index] is _UNSET:
+            chain.append(index)
+            parent = parents[index]
+            index = None if parent is None else positions[parent]
+        value = root if index is None else memo[index]
+        nodes = self.nodes
+        for position in reversed(chain):
+            child = nodes[position]
+            parent = parents[position]
+            value = root if parent is None else compute(parent, child, value)
+            memo[position] = value
+        return value  # type: ignore[return-value]
+
+    # ------------------------------------------------------------- positions
+
+    @property
+    def line_starts(self) -> List[int]:
+        if self._line_starts is None:
+            starts = [0]
+            starts.extend(m.end() for m in _NEWLINE.finditer(self.source))
+            self._line_starts = starts
+        return self._line_starts
+
+    def line_text(self, row: int) -> str:
+        starts = self.line_starts
+        if row < 1 or row > len(starts):
+            return ""
+        end = starts[row] if row < len(starts) else len(self.source)
+        return self.source[starts[row - 1]:end]
+
+    def _column(self, row: int, byte_column: int) -> int:
+        """A 0-based character column from ``ast``'s UTF-8 byte column."""
+        line = self.line_text(row)
+        if line.isascii():
+            return byte_column
+        return len(line.encode("utf-8")[:byte_column].decode("utf-8", "replace"))
+
+    def start(self, node: ast.AST) -> Tuple[int, int]:
+        """(1-based row, 0-based character column) where ``node`` starts."""
+        return node.lineno, self._column(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+
+    def stop(self, node: ast.AST) -> Tuple[int, int]:
+        """(1-based row, 0-based character column) just after ``node`` ends."""
+        return node.end_lineno, self._column(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+
+    def offset(self, point: Tuple[int, int]) -> int:
+        return self.line_starts[point[0] - 1] + point[1]
+
+    def text_at(self, node: ast.AST, length: int) -> str:
+        """The first ``length`` characters of the source where ``node`` starts."""
+        start = self.offset(self.start(node))
+        return self.source[start:start + length]
+
+    def text(self, node: ast.AST) -> str:
+        """The source text of ``node`` (without parentheses around it)."""
+        return self.source[self.offset(self.start(node)):self.offset(self.stop(node))]
 
 
-class _ByIndex(Mapping):
-    """A read-only node -> value mapping over a list indexed by pre-order index."""
-
-    def __init__(self, start: Dict[cst.CSTNode, int], values: list) -> None:
-        self._start = start
-        self._values = values
-
-    def __getitem__(self, node: cst.CSTNode):
-        return self._values[self._start[node]]
-
-    def get(self, node, default=None):
-        index = self._start.get(node)
-        return default if index is None else self._values[index]
-
-    def __contains__(self, node) -> bool:
-        return node in self._start
-
-    def __iter__(self):
-        return iter(self._start)
-
-    def __len__(self) -> int:
-        return len(self._start)
+_UNSET = object()
+# Python 3.9's ast gives import aliases no position; the tree gives them one (Python 3.10's).
+_ALIASES_UNPLACED = sys.version_info < (3, 10)
+_ALIAS_PART = re.compile(r"[^\W\d]\w*(?:\s*\.\s*[^\W\d]\w*)*(?:\s+as\s+[^\W\d]\w*)?|\*")
 
 
-# Fields that only hold tokens, whitespace and comments: no rule or analysis looks
-# inside them, and skipping them leaves about a third of a module's nodes to walk.
-# ``star_arg``/``star_kwarg`` (``*args``, ``**kw``) share a prefix but hold parameters.
-_SKIP_PREFIXES = ("whitespace", "lpar", "rpar", "lbrace", "rbrace", "lbracket", "rbracket", "leading_lines",
-                  "lines_after", "trailing_whitespace", "header", "footer", "newline", "comma", "equal", "colon",
-                  "semicolon", "dot", "asynchronous", "operator", "indent")
-_SKIP_EXACT = frozenset({"star"})
+def _place_aliases(tree: Tree, statement: ast.AST) -> None:
+    """Find each alias of an import in its text, in order, after the ``import`` keyword."""
+    start = tree.offset(tree.start(statement))
+    text = tree.source[start:tree.offset(tree.stop(statement))]
+    keyword = re.search(r"\bimport\b", text)
+    if keyword is None:
+        return
+    position = keyword.end()
+    for alias in statement.names:  # type: ignore[attr-defined]
+        match = _ALIAS_PART.search(text, position)
+        if match is None:
+            return
+        position = match.end()
+        first = start + match.start()
+        last = start + match.end()
+        starts = tree.line_starts
+        row = bisect.bisect_right(starts, first)
+        end_row = bisect.bisect_right(starts, last)
+        alias.lineno, alias.end_lineno = row, end_row
+        # Columns in UTF-8 bytes, as ast counts them.
+        alias.col_offset = len(tree.source[starts[row - 1]:first].encode("utf-8"))
+        alias.end_col_offset = len(tree.source[starts[end_row - 1]:last].encode("utf-8"))
+
+
+def _children(node: ast.AST) -> List[ast.AST]:
+    """``node``'s child nodes in the order they appear in the source."""
+    cls = type(node)
+    order = _ORDER.get(cls)
+    if order is not None:
+        return order(node)
+    children: List[ast.AST] = []
+    for name in _fields(cls):
+        value = getattr(node, name, None)
+        if type(value) is list:
+            for item in value:
+                if isinstance(item, ast.AST) and not isinstance(item, _SKIPPED):
+                    children.append(item)
+        elif isinstance(value, ast.AST) and not isinstance(value, _SKIPPED):
+            children.append(value)
+    return children
+
+
 _FIELDS: Dict[type, Tuple[str, ...]] = {}
 
 
-def syntax_fields(kind: type) -> Tuple[str, ...]:
-    """``kind``'s fields that can hold syntax nodes, in LibCST's visiting order."""
-    names = _FIELDS.get(kind)
-    if names is None:
-        ordered = walk.child_fields(kind)
-        if ordered is None:  # a node class whose visiting code we cannot read: declaration order
-            ordered = tuple(f.name for f in dataclasses.fields(kind))
-        names = tuple(n for n in ordered if not (n.startswith(_SKIP_PREFIXES) or n in _SKIP_EXACT))
-        _FIELDS[kind] = names
-    return names
+def _fields(cls: type) -> Tuple[str, ...]:
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = _FIELDS[cls] = tuple(f for f in cls._fields if f not in ("ctx", "op", "ops", "type_comment"))
+    return fields
 
 
-def _walk(tree: Tree, module: cst.Module) -> None:
-    """Pre-order over the syntax nodes (not tokens or whitespace), without LibCST's visitor machinery.
+def _present(*values) -> List[ast.AST]:
+    found: List[ast.AST] = []
+    for value in values:
+        if type(value) is list:
+            found.extend(v for v in value if v is not None)
+        elif value is not None:
+            found.append(value)
+    return found
 
-    Node classes are tested by exact type (``walk.IS_NODE``): ``isinstance`` against
-    LibCST's abstract bases goes through ``ABCMeta`` and used to dominate this walk.
-    """
-    start, functions = tree.start, tree.functions
-    ends, parents, scopes = tree._ends, tree._parents, tree._scopes
-    fields_of, node_types, is_node_type = _FIELDS, walk.IS_NODE, walk.is_node_type
-    function_def, lambda_ = cst.FunctionDef, cst.Lambda
-    # (node, parent, scope it sees) enters a node; (index, None, None) leaves the node
-    # with that index, whose last descendant is the last node entered so far.
-    stack: List[Tuple[object, Optional[cst.CSTNode], Optional[Scope]]] = [(module, None, module)]
+
+def _function_children(node) -> List[ast.AST]:
+    return _present(node.decorator_list, getattr(node, "type_params", None), node.args, node.returns, node.body)
+
+
+def _class_children(node: ast.ClassDef) -> List[ast.AST]:
+    return _present(node.decorator_list, getattr(node, "type_params", None), node.bases, node.keywords, node.body)
+
+
+def _arguments_children(node: ast.arguments) -> List[ast.AST]:
+    positional = [*node.posonlyargs, *node.args]
+    defaults = [None] * (len(positional) - len(node.defaults)) + list(node.defaults)
+    found: List[ast.AST] = []
+    for arg, default in zip(positional, defaults):
+        found.append(arg)
+        if default is not None:
+            found.append(default)
+    if node.vararg is not None:
+        found.append(node.vararg)
+    for arg, default in zip(node.kwonlyargs, node.kw_defaults):
+        found.append(arg)
+        if default is not None:
+            found.append(default)
+    if node.kwarg is not None:
+        found.append(node.kwarg)
+    return found
+
+
+def _dict_children(node: ast.Dict) -> List[ast.AST]:
+    found: List[ast.AST] = []
+    for key, value in zip(node.keys, node.values):
+        if key is not None:
+            found.append(key)
+        found.append(value)
+    return found
+
+
+def _call_children(node: ast.Call) -> List[ast.AST]:
+    args, keywords = node.args, node.keywords
+    if args and keywords and _position(args[-1]) > _position(keywords[0]):
+        # `f(a=1, *rest)`: a starred argument after a keyword
+        return [node.func, *sorted([*args, *keywords], key=_position)]
+    return [node.func, *args, *keywords]
+
+
+def _position(node: ast.AST) -> Tuple[int, int]:
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+
+
+def _if_exp_children(node: ast.IfExp) -> List[ast.AST]:
+    return [node.body, node.test, node.orelse]
+
+
+_ORDER: Dict[type, Callable[[ast.AST], List[ast.AST]]] = {
+    ast.FunctionDef: _function_children,
+    ast.AsyncFunctionDef: _function_children,
+    ast.ClassDef: _class_children,
+    ast.arguments: _arguments_children,
+    ast.Dict: _dict_children,
+    ast.Call: _call_children,
+    ast.IfExp: _if_exp_children,
+}
+
+
+def _walk(tree: Tree) -> None:
+    nodes, index_of, ends, parents, scopes = tree.nodes, tree._index, tree._ends, tree._parents, tree._scopes
+    types, blocks = tree._types, tree._blocks
+    module = tree.module
+    # (node, parent, scope) enters a node; (index, None, None) closes the node with that index.
+    stack: List[Tuple[object, Optional[ast.AST], Optional[Scope]]] = [(module, None, module)]
     pop, push = stack.pop, stack.append
+    stmt = ast.stmt
     while stack:
         node, parent, scope = pop()
         if scope is None:
-            ends[node] = len(ends) - 1  # type: ignore[index]
+            ends[node] = len(nodes) - 1  # type: ignore[index]
             continue
-        index = len(ends)
-        start[node] = index
-        ends.append(index)  # a leaf ends where it starts
+        index = len(nodes)
+        nodes.append(node)  # type: ignore[arg-type]
+        index_of[node] = index  # type: ignore[index]
+        ends.append(index)
         parents.append(parent)
         scopes.append(scope)
         cls = type(node)
-        if cls is function_def:
-            functions.append(node)
-        fields = fields_of[cls] if cls in fields_of else syntax_fields(cls)
-        children: List[cst.CSTNode] = []
-        for name in fields:
-            value = getattr(node, name)
-            kind = type(value)
-            if kind is tuple or kind is list:
-                for item in value:
-                    item_kind = type(item)
-                    if node_types[item_kind] if item_kind in node_types else is_node_type(item_kind):
-                        children.append(item)
-            elif node_types[kind] if kind in node_types else is_node_type(kind):
-                children.append(value)
+        bucket = types.get(cls)
+        if bucket is None:
+            types[cls] = [node]  # type: ignore[list-item]
+        else:
+            bucket.append(node)  # type: ignore[arg-type]
+        for field in _BLOCK_FIELDS:
+            statements = getattr(node, field, None)
+            if type(statements) is list and statements and isinstance(statements[0], (stmt, ast.excepthandler)):
+                for position, child in enumerate(statements):
+                    blocks[child] = (node, field, position)  # type: ignore[assignment]
+        children = _children(node)  # type: ignore[arg-type]
         if not children:
             continue
         push((index, None, None))
-        inner = node if (cls is function_def or cls is lambda_) else scope
+        inner = node if cls in _SCOPE_TYPES else scope
         for child in reversed(children):
-            push((child, node, inner))
+            push((child, node, inner))  # type: ignore[arg-type]
+
+
+_SCOPE_TYPES = frozenset(_SCOPES)

@@ -1,69 +1,77 @@
 """What a rule is, and the per-file context every rule shares.
 
-A rule is a small visitor: it defines ``visit_<Node>`` methods like a LibCST
-visitor, and calls ``self.report(node, message, fix=...)``. The engine runs
-every selected rule in one traversal of the tree, with the whole tree already
-known (parents, scopes): context a ``leave_`` method would collect is asked of
-``ctx`` or of an analysis instead, so rules have no ``leave_`` methods. Rules never
-compute positions: they report nodes, and the engine resolves positions once,
-after the pass, and only for files that have findings.
+A rule decides on Python's own ``ast``, read through the file's ``Tree`` and
+the shared analyses (``mpslint/analysis``): it defines ``visit_<Node>``
+methods named after ``ast`` classes (``visit_Call``, ``visit_If``), which the
+engine calls for every node of that class, and calls
+``self.report(node, message, fix=...)``. Rules never compute positions; the
+engine does, after the pass, for the findings only.
 
-Fixes are described with node-anchored edits (``replace``, ``insert_before``,
-``insert_after``, ``insert_line_after``) that the engine turns into text edits.
+Fixes are written with LibCST, which keeps every comment and space of the
+code around an edit. A fix is a function of a ``FixContext``: it runs after
+the rules, only for files with findings that can be fixed, finds the LibCST
+node of an ``ast`` node by its source range (``fx.node``), and describes its
+edits anchored on nodes (``replace``, ``insert_before``, ``insert_after``,
+``insert_line_after``), which the engine turns into text edits. A fix that
+needs no LibCST node can anchor its edits on ``ast`` nodes directly.
 """
 
 from __future__ import annotations
 
+import ast
+import bisect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
-
-import libcst as cst
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, List, Optional, Tuple, Type, TypeVar, Union
 
 from mpslint.analysis.names import ImportTable
+from mpslint.analysis.tree import Tree
 from mpslint.diagnostic import Applicability
 
 if TYPE_CHECKING:
-    from mpslint.analysis.tree import Tree
+    import libcst as cst
+
     from mpslint.config import Settings
+    from mpslint.fixing import FixContext
 
 T = TypeVar("T")
+Anchor = Union[ast.AST, "cst.CSTNode", Tuple[int, int]]  # a node (either tree), or a (row, 0-based column) point
 
 
 @dataclass(frozen=True)
 class NodeEdit:
-    """An edit anchored on CST nodes; resolved to a text ``Edit`` by the engine.
+    """An edit anchored on nodes; resolved to a text ``Edit`` by the engine.
 
-    ``start``/``end`` are (node, side) with side ``"start"`` or ``"end"`` of the
-    node's range, or ``"line_after"``: the first column of the line after the
-    node ends (for inserting whole statements).
+    ``start``/``end`` are (anchor, side) with side ``"start"`` or ``"end"`` of the
+    anchor's range, or ``"line_after"``: the first column of the line after the
+    anchor ends (for inserting whole statements). A point anchor is its own range.
     """
 
-    content: Union[str, cst.CSTNode]
-    start: Tuple[cst.CSTNode, str]
-    end: Tuple[cst.CSTNode, str]
+    content: Union[str, "cst.CSTNode"]
+    start: Tuple[Anchor, str]
+    end: Tuple[Anchor, str]
 
 
-def replace(node: cst.CSTNode, new: Union[str, cst.CSTNode]) -> NodeEdit:
+def replace(node: Anchor, new: Union[str, "cst.CSTNode"]) -> NodeEdit:
     return NodeEdit(new, (node, "start"), (node, "end"))
 
 
-def replace_span(first: cst.CSTNode, last: cst.CSTNode, new: Union[str, cst.CSTNode]) -> NodeEdit:
+def replace_span(first: Anchor, last: Anchor, new: Union[str, "cst.CSTNode"]) -> NodeEdit:
     return NodeEdit(new, (first, "start"), (last, "end"))
 
 
-def delete_span(first: cst.CSTNode, last: cst.CSTNode) -> NodeEdit:
+def delete_span(first: Anchor, last: Anchor) -> NodeEdit:
     return NodeEdit("", (first, "start"), (last, "end"))
 
 
-def insert_before(node: cst.CSTNode, text: str) -> NodeEdit:
+def insert_before(node: Anchor, text: str) -> NodeEdit:
     return NodeEdit(text, (node, "start"), (node, "start"))
 
 
-def insert_after(node: cst.CSTNode, text: str) -> NodeEdit:
+def insert_after(node: Anchor, text: str) -> NodeEdit:
     return NodeEdit(text, (node, "end"), (node, "end"))
 
 
-def insert_line_after(node: cst.CSTNode, text: str) -> NodeEdit:
+def insert_line_after(node: Anchor, text: str) -> NodeEdit:
     """Insert ``text`` (whole lines, ending in ``\\n``) after the line ``node`` ends on."""
     return NodeEdit(text, (node, "line_after"), (node, "line_after"))
 
@@ -87,35 +95,39 @@ class FixSpec:
         return cls(message, Applicability.DISPLAY_ONLY, tuple(edits))
 
 
+# A fix: ready-made (anchored on ast nodes), or built with LibCST once the rules are done.
+FixLike = Union[FixSpec, Callable[["FixContext"], Optional[FixSpec]]]
+
+
 @dataclass
 class Report:
     code: str
-    node: cst.CSTNode
+    node: ast.AST
     message: str
-    fix: Optional[FixSpec]
+    fix: Optional[FixLike]
 
 
 class Context:
     """Everything rules share about one file, computed at most once."""
 
-    def __init__(self, module: cst.Module, source: str, path: str, settings: "Settings") -> None:
-        self.module = module
-        self.source = source
+    def __init__(self, tree: Tree, path: str, settings: "Settings") -> None:
+        self.tree = tree
+        self.module = tree.module
+        self.source = tree.source
         self.path = path
         self.settings = settings
         self.reports: List[Report] = []
-        # node -> parent, for every syntax node (the engine's Tree).
-        self.parents: Mapping[cst.CSTNode, Optional[cst.CSTNode]] = {}
+        self.fix_failures: Dict[str, str] = {}  # rule code -> traceback of its fix's crash
         self._imports: Optional[ImportTable] = None
         self._analyses: Dict[Any, Any] = {}
 
     @property
     def imports(self) -> ImportTable:
         if self._imports is None:
-            self._imports = ImportTable.from_module(self.module)
+            self._imports = ImportTable.of(self.tree)
         return self._imports
 
-    def qualify(self, node: cst.CSTNode) -> Optional[str]:
+    def qualify(self, node: ast.AST) -> Optional[str]:
         """Qualified name of a Name/Attribute chain (``th.cuda`` -> ``torch.cuda``)."""
         return self.imports.qualify(node)
 
@@ -131,34 +143,32 @@ class Context:
         """Drop the analyses (they refer back to this context): the file is done."""
         self._analyses.clear()
 
-    def adopt_tree(self, tree: "Tree") -> None:
-        """The engine's walk: parents for rules, and ``analysis(Tree)`` without a second walk."""
-        self.parents = tree.parents
-        self._analyses[type(tree)] = tree
+    def parent(self, node: ast.AST) -> Optional[ast.AST]:
+        return self.tree.parent(node)
 
-    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-        return self.parents.get(node)
+    def ancestors(self, node: ast.AST):
+        return self.tree.ancestors(node)
 
-    def ancestors(self, node: cst.CSTNode):
-        parent = self.parents.get(node)
-        while parent is not None:
-            yield parent
-            parent = self.parents.get(parent)
+    def text(self, node: ast.AST) -> str:
+        return self.tree.text(node)
 
-    def code_for(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
-
-    def report(self, code: str, node: cst.CSTNode, message: str, fix: Optional[FixSpec] = None) -> None:
+    def report(self, code: str, node: ast.AST, message: str, fix: Optional[FixLike] = None) -> None:
         self.reports.append(Report(code, node, message, fix))
 
 
 class Rule:
-    """Base class of every check. Subclasses set the class attributes below."""
+    """Base class of every check.
+
+    A shipped rule's code and name come from its page in ``rules/`` (the
+    ``check:`` key of the front matter names the class); the registry sets
+    ``CODE`` and ``NAME`` when it loads the rules. Test rule families set them
+    on the class.
+    """
 
     CODE: ClassVar[str]
     NAME: ClassVar[str]
     # Strings without which this rule cannot fire: a file containing none of
-    # them is not parsed for this rule (the prefilter). Empty = always run.
+    # them is not checked by this rule (the prefilter). Empty = always run.
     TRIGGERS: ClassVar[Tuple[str, ...]] = ()
     # More any-of groups, ALL of which must occur as well (TRIGGERS, if set, is
     # one more group): a rule that needs a loop AND a device AND its own call
@@ -166,17 +176,11 @@ class Rule:
     REQUIRES: ClassVar[Tuple[Tuple[str, ...], ...]] = ()
     # A rule with no TRIGGERS says here why it can fire on any file (tests/test_prefilter.py).
     NO_TRIGGERS: ClassVar[str] = ""
-    # The prefilter's second stage (mpslint/screen): a function of the file's
-    # ``Facts`` (Python's own ast, indexed) that is False only when this rule
-    # cannot fire, whatever LibCST would show. None: no screen.
-    screen: ClassVar[Optional[Callable[[Any], bool]]] = None
-    # Whether the rule's messages/fixes depend on settings other than selection.
-    OPTIONS: ClassVar[Sequence[str]] = ()
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
 
-    def report(self, node: cst.CSTNode, message: str, *, fix: Optional[FixSpec] = None) -> None:
+    def report(self, node: ast.AST, message: str, *, fix: Optional[FixLike] = None) -> None:
         self.ctx.report(self.CODE, node, message, fix)
 
     @classmethod
@@ -186,3 +190,28 @@ class Rule:
 
 
 RuleClass = Type[Rule]
+
+
+def short(ctx: Context, node: ast.AST, limit: int = 48) -> str:
+    """The node's code on one line, cut at ``limit`` characters: how messages quote the code they report."""
+    text = " ".join(ctx.text(node).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def attribute_name_start(ctx: Context, node: ast.Attribute) -> Tuple[int, int]:
+    """Where the name after the dot of ``node`` starts (``cuda`` in ``x.cuda``): a point anchor."""
+    row, column = ctx.tree.stop(node)
+    return row, column - len(node.attr)
+
+
+def attribute_dot(ctx: Context, node: ast.Attribute) -> Tuple[int, int]:
+    """Where the dot of ``node`` is (``x.cuda``, ``(a + b).cuda``): a point anchor before ``.name``."""
+    tree = ctx.tree
+    value_end = tree.offset(tree.stop(node.value))
+    name_start = tree.offset(attribute_name_start(ctx, node))
+    dot = tree.source.rfind(".", value_end, name_start)
+    row, column = tree.stop(node.value)
+    if dot < 0:
+        return row, column
+    row = bisect.bisect_right(tree.line_starts, dot)
+    return row, dot - tree.line_starts[row - 1]

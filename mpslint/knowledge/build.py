@@ -8,12 +8,10 @@ torch's by default, located without importing torch) and writes
 op names per class (MPS kernel direct / through its structured delegate,
 Composite* kernel, neither), the delegate of each MPS-through-delegate op (so a
 derived older-floor table can drop a functional op with its ``.out``), and the
-first-version table below.
-
-``FIRST_MPS_VERSION`` is the first release whose yaml lists an MPS kernel for an
-op (knowledge/mps.md §2.5, read from every macOS wheel's yaml 2.0-2.13). It is
-the only source for floors older than the bundled table; ops it does not name are
-assumed to have had their kernel at every floor.
+first-version table (``data/first_mps_version.json``: the first release whose
+yaml lists an MPS kernel for an op, read from every macOS wheel's yaml 2.0-2.13).
+That table is the only source for floors older than the bundled table; ops it
+does not name are assumed to have had their kernel at every floor.
 """
 
 from __future__ import annotations
@@ -27,29 +25,8 @@ from typing import Dict, Optional
 from mpslint.knowledge import mps_kernels
 from mpslint.knowledge.mps_kernels import COMPOSITE_KEYS, KernelTable, Version, version_text, version_tuple
 
-_FIRST = {
-    "2.0": "nonzero index.Tensor_out grid_sampler_2d cumsum.out bincount _cdist_forward _unique2 trace "
-           "linalg_solve_triangular linalg_inv_ex.inverse embedding_dense_backward _lstm_mps",
-    "2.1": "index_fill_.int_Scalar histc cumprod.out roll polar.out aminmax.out logit lerp.Tensor_out hypot.out "
-           "erfinv.out xlogy.OutTensor masked_scatter_ linalg_vector_norm.out",
-    "2.2": "_weight_norm_interface sgn.out bucketize.Tensor searchsorted.Tensor lgamma.out digamma.out "
-           "polygamma.out nextafter.out",
-    "2.3": "upsample_linear1d.out _fft_r2c _fft_c2c",
-    "2.4": "isin.Tensor_Tensor_out _weight_int4pack_mm _weight_int8pack_mm",
-    "2.5": "_fused_adam_ _fused_adamw_ _fused_sgd_ _scaled_dot_product_attention_math_for_mps",
-    "2.6": "upsample_bicubic2d.out im2col scatter_reduce.two_out i0.out",
-    "2.7": "_linalg_solve_ex.result linalg_cholesky_ex.L linalg_lu_factor_ex.out _linalg_det.result angle "
-           "_upsample_bilinear2d_aa.out",
-    "2.8": "col2im index_copy.out upsample_nearest3d.out upsample_trilinear3d.out _upsample_bicubic2d_aa.out "
-           "nanmedian.dim_values special_i0e.out _fused_rms_norm _amp_foreach_non_finite_check_and_unscale_ "
-           "_amp_update_scale_",
-    "2.9": "grid_sampler_3d max_pool3d_with_indices avg_pool3d.out max_unpool2d max_unpool3d kthvalue.values "
-           "_logcumsumexp igamma.out",
-    "2.10": "linalg_householder_product _embedding_bag unique_dim",
-    "2.12": "linalg_qr.out index_reduce.out _standard_gamma",
-    "2.13": "grid_sampler_2d_backward _sample_dirichlet",
-}
-FIRST_MPS_VERSION: Dict[str, Version] = {op: version_tuple(v) for v, names in _FIRST.items() for op in names.split()}
+# The first-version table is data (data/first_mps_version.json); the build copies it into the table it writes.
+FIRST_MPS_VERSION: Dict[str, Version] = mps_kernels.first_mps_versions()
 
 
 def table_to_json(table: KernelTable) -> Dict[str, object]:

@@ -1,4 +1,9 @@
-"""``torch.cuda.X`` and what to use instead (knowledge/mps.md §5), as data.
+"""``torch.cuda.X`` and what to use instead, as data.
+
+Sources: the device-agnostic APIs in https://docs.pytorch.org/docs/stable/accelerator.html
+and https://docs.pytorch.org/docs/stable/amp.html, their ``torch.mps`` twins in
+https://docs.pytorch.org/docs/stable/mps.html; the release each appeared in was
+read from that release's wheel.
 
 Each entry says which rule reports the API, how the fixer may rewrite it and
 from which torch release the rewrite works. The rules (MPS104, MPS105,
@@ -30,7 +35,7 @@ Version = Tuple[int, int]
 # Fixes need to know which torch the rewritten code must run on. With no
 # torch-version configured (or inferred), mpslint assumes a current torch, as
 # the version-gated rules of the other families do; the inline device picker
-# stays torch 2.0 compatible regardless (DESIGN.md "Device picker").
+# stays torch 2.0 compatible regardless (README.md, "Migrating a CUDA script").
 ASSUMED_FLOOR: Version = (2, 13)
 
 
@@ -156,7 +161,9 @@ AMP_REPLACEMENTS: Dict[str, str] = {
     "custom_bwd": "torch.amp.custom_bwd(device_type=...) (torch 2.4)",
 }
 
-# First torch releases the MPS105 rewrites need (knowledge/mps.md §3.2).
+# First torch releases the MPS105 rewrites need: torch.amp.GradScaler(device) in 2.3; MPS autocast in 2.5
+# (https://github.com/pytorch/pytorch/pull/99272), bfloat16 in 2.6 (https://github.com/pytorch/pytorch/pull/139390);
+# GradScaler.unscale_ without float64 on MPS in 2.8 (torch/amp/grad_scaler.py).
 AMP_GRAD_SCALER: Version = (2, 3)  # torch.amp.GradScaler(device)
 AMP_GRAD_SCALER_MPS: Version = (2, 8)  # GradScaler("mps") unscales without float64
 AMP_AUTOCAST_MPS: Version = (2, 5)  # torch.autocast("mps"): older torch raises for the device type

@@ -21,7 +21,7 @@ API (stable; the runtime verifier's simulated ``mps`` device relies on it):
     ``prefer_installed`` and its version equals ``torch_version`` (or
     ``torch_version`` is None); otherwise the bundled table is used, and for a
     floor older than the bundled version the ops whose first MPS kernel came
-    later (knowledge/mps.md §2.5) are removed. Results are cached per process.
+    later (``data/first_mps_version.json``) are removed. Results are cached per process.
 
 ``KernelTable``
     ``version`` -- the torch version string the table describes (``"2.13.0"``;
@@ -44,10 +44,11 @@ API (stable; the runtime verifier's simulated ``mps`` device relies on it):
     whose MPS-key registration overrides the composite.
     ``explicit_cpu_fallbacks`` -- frozenset of ops ``MPSFallback.mm`` registers on
     the MPS key with the CPU fallback: they run on the CPU with a warning even
-    without ``PYTORCH_ENABLE_MPS_FALLBACK`` (knowledge/mps.md §1.2, §2.4B).
+    without ``PYTORCH_ENABLE_MPS_FALLBACK`` (
+    https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/mps/MPSFallback.mm).
     ``knows(op)`` -- whether the op exists in the table.
     ``first_mps_version(op) -> Optional[tuple]`` -- first release whose yaml
-    lists an MPS kernel, where known (§2.5).
+    lists an MPS kernel, where known (``data/first_mps_version.json``).
 """
 
 from __future__ import annotations
@@ -329,7 +330,7 @@ def installed_torch_version() -> Optional[Version]:
 
 
 def _installed_torch_version_text() -> Optional[str]:
-    import importlib.metadata  # ~0.1 s to import: only when the installed torch is consulted
+    import importlib.metadata  # slow to import: only when the installed torch is consulted
 
     try:
         return importlib.metadata.version("torch")
@@ -363,11 +364,16 @@ def _bundled(version: Version) -> KernelTable:
 
 
 @lru_cache(maxsize=None)
-def _installed(path: str, version: str) -> KernelTable:
-    from mpslint.knowledge.build import FIRST_MPS_VERSION
+def first_mps_versions() -> Dict[str, Version]:
+    """Op -> the first torch release whose yaml lists an MPS kernel for it (``data/first_mps_version.json``)."""
+    data = json.loads((DATA_DIR / "first_mps_version.json").read_text(encoding="utf-8"))
+    return {op: version_tuple(v) for v, names in data["first_mps_version"].items() for op in names}
 
+
+@lru_cache(maxsize=None)
+def _installed(path: str, version: str) -> KernelTable:
     text = Path(path).read_text(encoding="utf-8")
-    return KernelTable.from_yaml_text(text, version, source=path, first_versions=FIRST_MPS_VERSION)
+    return KernelTable.from_yaml_text(text, version, source=path, first_versions=first_mps_versions())
 
 
 def load_table(torch_version: Optional[Tuple[int, ...]] = None, *, prefer_installed: bool = True) -> KernelTable:

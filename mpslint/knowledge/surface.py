@@ -26,7 +26,8 @@ Tensor methods are only matched when the name is distinctive enough
 (``Reach.method_safe``): ``x.take(...)`` is usually numpy, ``x.put_(...)`` is torch.
 
 Entries were traced on the CPU build with a ``TorchDispatchMode`` or taken
-from knowledge/mps.md §2.4/§2.5; tests/test_knowledge.py re-traces a
+from the yaml of each released wheel (``data/first_mps_version.json``) and
+https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/mps/MPSFallback.mm; tests/test_knowledge.py re-traces a
 representative set and checks every op name against the table.
 """
 
@@ -58,7 +59,7 @@ F = "torch.nn.functional."
 NN = "torch.nn."
 LA = "torch.linalg."
 
-# --- no MPS kernel in any release up to 2.13 (§2.4A)
+# --- no MPS kernel in any release up to 2.13 (no MPS key in any wheel's yaml)
 _add(["torch.pdist", F + "pdist"], "_pdist_forward")
 _add([LA + "eig", LA + "eigvals"], "linalg_eig")
 _add([LA + "eigh", LA + "eigvalsh"], "_linalg_eigh.eigenvalues")
@@ -98,7 +99,7 @@ _add([F + "fractional_max_pool3d", NN + "FractionalMaxPool3d"], "fractional_max_
 _add([F + "rrelu", NN + "RReLU", "torch.rrelu"], "rrelu_with_noise")
 _add([F + "channel_shuffle", NN + "ChannelShuffle", "torch.channel_shuffle"], "channel_shuffle")
 
-# --- always on the CPU with a warning (MPSFallback.mm explicit list, §2.4B)
+# --- always on the CPU with a warning (the explicit list in MPSFallback.mm)
 _add([LA + "svd", "torch.svd", "torch.pinverse", "torch.pca_lowrank"], "linalg_svd")
 _add(["Tensor.svd", "Tensor.pinverse"], "linalg_svd", method_safe=True)
 _add([LA + "pinv"], "linalg_svd", when=("not-kwarg", "hermitian", 2))
@@ -106,7 +107,7 @@ _add([LA + "pinv"], "_linalg_eigh.eigenvalues", when=("kwarg", "hermitian", 2))
 _add([NN + "Embedding", NN + "Embedding.from_pretrained"], "embedding_renorm_", when=("kwarg", "max_norm", 3))
 _add([F + "embedding"], "embedding_renorm_", when=("kwarg", "max_norm", 3))
 
-# --- kernels that arrived in a known release (§2.5): findings only below that floor
+# --- kernels that arrived in a known release (data/first_mps_version.json): findings only below that floor
 _add([F + "interpolate", NN + "Upsample", NN + "functional.upsample"], "upsample_bicubic2d.out",
      when=("mode", "bicubic"))
 _add([F + "interpolate"], "_upsample_bilinear2d_aa.out", when=("mode-antialias", "bilinear"))

@@ -1,4 +1,11 @@
-"""Torch version gates for MPS features (knowledge/mps.md §3.2, §3.4).
+"""Torch version gates for MPS features.
+
+Sources: MPS autocast landed in 2.5 (https://github.com/pytorch/pytorch/pull/99272)
+and took bfloat16 in 2.6 (https://github.com/pytorch/pytorch/pull/139390);
+GradScaler.unscale_ stopped going through float64 on MPS in 2.8
+(torch/amp/grad_scaler.py); torch.compile on MPS (MPSInductor) is a 2.8
+release feature (https://github.com/pytorch/pytorch/issues/157957), a
+prototype in 2.7 (https://github.com/pytorch/pytorch/pull/143893).
 
 A gate is the first torch release where a feature works on ``mps``. Rules
 compare it with the project's floor (``torch-version``); with no floor set the

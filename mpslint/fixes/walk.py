@@ -110,3 +110,40 @@ def children(node: cst.CSTNode) -> List[cst.CSTNode]:
             result.append(value)
     return result
 
+
+
+# Fields that only hold tokens, whitespace and comments: no fix looks inside
+# them, and skipping them leaves about a third of a module's nodes to walk.
+# ``star_arg``/``star_kwarg`` (``*args``, ``**kw``) share a prefix but hold parameters.
+_SKIP_PREFIXES = ("whitespace", "lpar", "rpar", "lbrace", "rbrace", "lbracket", "rbracket", "leading_lines",
+                  "lines_after", "trailing_whitespace", "header", "footer", "newline", "comma", "equal", "colon",
+                  "semicolon", "dot", "asynchronous", "operator", "indent")
+_SKIP_EXACT = frozenset({"star"})
+_SYNTAX_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def syntax_fields(kind: type) -> Tuple[str, ...]:
+    """``kind``'s fields that can hold syntax nodes, in LibCST's visiting order."""
+    names = _SYNTAX_FIELDS.get(kind)
+    if names is None:
+        import dataclasses
+
+        ordered = child_fields(kind)
+        if ordered is None:  # a node class whose visiting code we cannot read: declaration order
+            ordered = tuple(f.name for f in dataclasses.fields(kind))
+        names = tuple(n for n in ordered if not (n.startswith(_SKIP_PREFIXES) or n in _SKIP_EXACT))
+        _SYNTAX_FIELDS[kind] = names
+    return names
+
+
+def syntax_children(node: cst.CSTNode) -> List[cst.CSTNode]:
+    """The direct children of ``node`` that are syntax (not tokens, whitespace or comments), in visiting order."""
+    result: List[cst.CSTNode] = []
+    for name in syntax_fields(type(node)):
+        value = getattr(node, name)
+        kind = type(value)
+        if kind is tuple or kind is list:
+            result.extend(v for v in value if (IS_NODE[type(v)] if type(v) in IS_NODE else is_node_type(type(v))))
+        elif IS_NODE[kind] if kind in IS_NODE else is_node_type(kind):
+            result.append(value)
+    return result

@@ -1,12 +1,12 @@
-"""Source ranges of the few nodes a file reports, without LibCST's metadata machinery.
+"""Source ranges of LibCST nodes, without LibCST's metadata machinery.
 
 LibCST's ``PositionProvider`` regenerates the whole module's code and records
-a range for every node; on a typical file that costs twice the parse. The
-engine only needs ranges for reported nodes and their edit anchors, so this
-runs the same code generation with the same range rules (``PositionProvider``'s
-syntactic ranges) but cheaper bookkeeping, and stops as soon as every wanted
-node has been generated: a file whose findings sit near the top pays for the
-top only. ``tests/test_traversal.py`` compares it with ``PositionProvider``.
+a range for every node through its metadata framework. Fixes need ranges to
+find the LibCST node of an ``ast`` node and to place their edits, so this runs
+the same code generation with the same range rules (``PositionProvider``'s
+syntactic ranges, which are ``ast``'s ranges too) with cheaper bookkeeping,
+and can stop as soon as every wanted node has been generated.
+``tests/test_traversal.py`` compares it with ``PositionProvider``.
 """
 
 from __future__ import annotations
@@ -97,11 +97,14 @@ class _State(CodegenState):
         return _Syntactic(self, node, start_node, end_node)
 
 
-def node_ranges(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> Dict[cst.CSTNode, Range]:
-    """Ranges of ``nodes`` (those in ``module``'s tree; others are absent), as ``PositionProvider`` gives them."""
+def node_ranges(module: cst.Module, nodes: Iterable[cst.CSTNode] = (), *, everything: bool = False) -> Dict[cst.CSTNode, Range]:
+    """Ranges of ``nodes`` (those in ``module``'s tree; others are absent), as ``PositionProvider`` gives them.
+
+    With ``everything``, the ranges of every node of the module.
+    """
     wanted = set(nodes)
     state = _State(module, wanted)
-    if wanted:
+    if wanted or everything:
         # LibCST's code generation recurses once per nesting level, a few
         # frames each: code the parser accepted must not overflow here.
         limit = sys.getrecursionlimit()

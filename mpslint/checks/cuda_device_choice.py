@@ -1,0 +1,130 @@
+"""A device choice between CUDA and the CPU that never picks MPS (see ``rules/MPS103.md``)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional, Tuple
+
+from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
+from mpslint.analysis.syntax import dotted_name, string_value
+from mpslint.checks.base import FixSpec, Rule, replace
+from mpslint.checks.cuda_device_literal import assigns_device
+from mpslint.checks.rewriting import cuda, picker, starts_line
+
+MESSAGE = "this device choice picks CUDA or the CPU, never MPS; choose CUDA, then MPS, then the CPU"
+
+
+def _device_call(node: ast.AST) -> Optional[ast.AST]:
+    """The only argument of ``<...>device(x)``."""
+    if type(node) is ast.Call and (dotted_name(node.func) or "").endswith("device"):  # type: ignore[attr-defined]
+        values = [*node.args, *(k.value for k in node.keywords)]  # type: ignore[attr-defined]
+        if len(values) == 1:
+            return values[0]
+    return None
+
+
+def _cuda_side(node: ast.AST) -> Optional[Tuple[str, bool]]:
+    """("cuda", is a torch.device call) for ``"cuda"`` / ``torch.device("cuda")``."""
+    if is_cuda_literal(node):
+        return string_value(node), False  # type: ignore[return-value]
+    inner = _device_call(node)
+    if inner is not None and is_cuda_literal(inner):
+        return string_value(inner), True  # type: ignore[return-value]
+    return None
+
+
+def _cpu_side(node: ast.AST) -> Optional[bool]:
+    if string_value(node) == "cpu":
+        return False
+    inner = _device_call(node)
+    if inner is not None and string_value(inner) == "cpu":
+        return True
+    return None
+
+
+def _ends_on_cpu(node: ast.AST) -> bool:
+    while type(node) is ast.IfExp:
+        node = node.orelse  # type: ignore[attr-defined]
+    return _cpu_side(node) is not None
+
+
+def _is_availability_call(ctx, test: ast.AST) -> bool:
+    return type(test) is ast.Call and ctx.qualify(test.func) == "torch.cuda.is_available" \
+        and not test.args and not test.keywords  # type: ignore[attr-defined]
+
+
+class CudaOnlyDeviceChoice(Rule):
+    TRIGGERS = ("cuda",)
+
+    def visit_IfExp(self, node: ast.IfExp) -> None:
+        ctx = self.ctx
+        parent = ctx.parent(node)
+        if type(parent) is ast.IfExp:
+            return  # only the whole chain
+        context = cuda(ctx)
+        if _cuda_side(node.body) is None or not _ends_on_cpu(node.orelse) or context.mentions_mps(node):
+            return  # `"cuda" if xla_gpu else state.device.type` is not a CUDA-or-CPU choice
+        if context.in_mps_aware_choice(node) or DEVICE in context.guards(node):
+            return
+        reported: ast.AST = node
+        if (
+            type(parent) is ast.Call
+            and ctx.qualify(parent.func) == "torch.device"
+            and len(parent.args) == 1
+            and not parent.keywords
+            and parent.args[0] is node
+        ):
+            reported = parent
+        self.report(reported, MESSAGE, fix=self._fix(node, reported))
+
+    def _fix(self, node: ast.IfExp, reported: ast.AST) -> Optional[FixSpec]:
+        if not _is_availability_call(self.ctx, node.test):
+            return None  # a user flag (`use_cuda`, `args.cuda`) also decides: keep the user's choice
+        cuda_side, cpu = _cuda_side(node.body), _cpu_side(node.orelse)
+        if cuda_side is None or cuda_side[0] != "cuda" or cpu is None:
+            return None
+        call = picker(self.ctx).picker_call(reported)
+        if call is None:
+            return None
+        device_object = reported is not node or cuda_side[1]
+        text = call.text if device_object else f"{call.text}.type"
+        return FixSpec.safe(f"Use `{text}`", replace(reported, text), *call.edits)
+
+    def visit_If(self, node: ast.If) -> None:
+        context = cuda(self.ctx)
+        if context.is_elif(node):
+            return  # an elif: the chain is judged from its first `if`
+        if context.test_kind(node.test) != AVAILABILITY or not assigns_device(node):
+            return
+        if context.in_mps_aware_choice(node):
+            return
+        self.report(node.test, MESSAGE, fix=self._fix_statement(node))
+
+    def _fix_statement(self, node: ast.If) -> Optional[FixSpec]:
+        """``if torch.cuda.is_available(): d = <cuda> / else: d = <cpu>`` -> ``d = pick_device()``."""
+        if not _is_availability_call(self.ctx, node.test) or not node.orelse or cuda(self.ctx).is_elif(node.orelse[0]):  # type: ignore[arg-type]
+            return None
+        first, second = _single_assignment(self.ctx, node.body), _single_assignment(self.ctx, node.orelse)
+        if first is None or second is None:
+            return None
+        if self.ctx.text(first.targets[0]) != self.ctx.text(second.targets[0]):
+            return None
+        cuda_side, cpu = _cuda_side(first.value), _cpu_side(second.value)
+        if cuda_side is None or cuda_side[0] != "cuda" or cpu is None or cuda_side[1] != cpu:
+            return None
+        call = picker(self.ctx).picker_call(node)
+        if call is None:
+            return None
+        target = self.ctx.text(first.targets[0])
+        text = f"{target} = {call.text}" + ("" if cuda_side[1] else ".type")
+        return FixSpec.safe(f"Use `{text}`", replace(node, text), *call.edits)
+
+
+def _single_assignment(ctx, block) -> Optional[ast.Assign]:
+    """The block's only statement, an assignment to one target on a line of its own."""
+    if len(block) != 1:
+        return None
+    stmt = block[0]
+    if type(stmt) is ast.Assign and len(stmt.targets) == 1 and starts_line(ctx, stmt):
+        return stmt
+    return None

@@ -1,0 +1,182 @@
+"""``"cuda"``/``"cuda:N"`` used to place tensors or modules (see ``rules/MPS102.md``)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Optional, Tuple
+
+from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
+from mpslint.analysis.syntax import dotted_name, string_value
+from mpslint.checks.base import FixSpec, Rule, replace
+from mpslint.checks.rewriting import cuda, picker
+
+Found = Tuple[ast.AST, Callable[[], Optional[FixSpec]]]
+
+
+def device_choice_literal(rule: Rule, literal: ast.AST) -> bool:
+    """Part of a cuda-or-something choice that MPS103 reports as a whole."""
+    tree = rule.ctx.tree
+    child = literal
+    for parent in tree.ancestors(literal):
+        cls = type(parent)
+        if cls is ast.IfExp and (child is parent.body or child is parent.orelse):  # type: ignore[attr-defined]
+            return True
+        if cls is ast.If:
+            owner = tree.block_owner(child)
+            in_body = owner is not None and owner[0] is parent and owner[1] == "body"
+            return in_body and cuda(rule.ctx).test_kind(parent.test) == AVAILABILITY and assigns_device(parent)  # type: ignore[attr-defined]
+        if cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            return False
+        child = parent
+    return False
+
+
+def assigns_device(branch: ast.If) -> bool:
+    """Whether an ``if`` body assigns or returns a CUDA device (an ``if``-statement device choice)."""
+    for stmt in branch.body:
+        if type(stmt) in (ast.Assign, ast.AnnAssign, ast.Return):
+            value = stmt.value  # type: ignore[attr-defined]
+            if value is not None and is_cuda_device_value(value):
+                return True
+    return False
+
+
+def is_cuda_device_value(value: ast.AST) -> bool:
+    if is_cuda_literal(value):
+        return True
+    if type(value) is ast.Call and (dotted_name(value.func) or "").endswith("device"):  # type: ignore[attr-defined]
+        first = _first_argument(value)  # type: ignore[arg-type]
+        return first is not None and is_cuda_literal(first)
+    return False
+
+
+def _first_argument(call: ast.Call) -> Optional[ast.AST]:
+    values = [a.value if type(a) is ast.Starred else a for a in call.args] + [k.value for k in call.keywords]
+    return values[0] if values else None
+
+
+def _argument_count(call: ast.Call) -> int:
+    return len(call.args) + len(call.keywords)
+
+
+def _rank_index(call: ast.Call) -> bool:
+    """``torch.device("cuda", local_rank)``: one GPU per process, distributed CUDA code."""
+    if _argument_count(call) != 2:
+        return False
+    second = ([*call.args, *(k.value for k in call.keywords)])[1]
+    return not (type(second) is ast.Constant and type(second.value) is int)  # type: ignore[attr-defined]
+
+
+def _device_name(target: ast.AST) -> bool:
+    name = target.id if type(target) is ast.Name else target.attr if type(target) is ast.Attribute else ""  # type: ignore[attr-defined]
+    low = name.lower()
+    return low in ("device", "dev", "torch_device") or low.endswith("_device") or low == "map_location"
+
+
+class CudaDeviceLiteral(Rule):
+    TRIGGERS = ("cuda",)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if not is_cuda_literal(node):
+            return
+        found = self._placement(node)
+        if found is None:
+            return
+        reported, fix = found
+        context = cuda(self.ctx)
+        if device_choice_literal(self, node) or context.in_mps_aware_choice(node):
+            return
+        if DEVICE in context.guards(node) or context.in_cuda_named_function(node):
+            return
+        value = node.value
+        self.report(
+            reported,
+            f'"{value}" places this on CUDA only, so it never runs on MPS; use a device chosen at run time',
+            fix=fix() if value == "cuda" else None,
+        )
+
+    def _placement(self, node: ast.Constant) -> Optional[Found]:
+        """(node to report, fix factory) when the literal places something on a device."""
+        ctx = self.ctx
+        parent = ctx.parent(node)
+        if type(parent) is ast.keyword or (type(parent) is ast.Call and node in parent.args):  # type: ignore[attr-defined]
+            call = ctx.parent(parent) if type(parent) is ast.keyword else parent
+            if type(call) is not ast.Call:
+                return None
+            keyword = parent.arg if type(parent) is ast.keyword else None  # type: ignore[attr-defined]
+            first = _first_argument(call) is node
+            if ctx.qualify(call.func) == "torch.device" and (keyword == "type" or (keyword is None and first)):
+                if device_choice_literal(self, call) or _rank_index(call) or self._fallback(call):
+                    return None
+                return call, lambda: self._fix_torch_device(call)
+            if keyword in ("device", "map_location") or (
+                type(call.func) is ast.Attribute and call.func.attr == "to" and keyword is None and first
+            ):
+                return node, lambda: self._fix_reference(node)
+            name = dotted_name(call.func) or ""
+            if keyword == "default" and name.endswith("add_argument") and self._device_option(call):
+                return node, lambda: self._fix_default(node, call)
+            return None
+        if type(parent) in (ast.Assign, ast.AnnAssign) and parent.value is node:  # type: ignore[attr-defined]
+            targets = parent.targets if type(parent) is ast.Assign else [parent.target]  # type: ignore[attr-defined]
+            if any(_device_name(t) for t in targets):
+                return node, lambda: self._fix_by_picker(node, ".type")
+            return None
+        if type(parent) is ast.arguments:
+            param = _parameter_of_default(parent, node)
+            if param is not None and _device_name(ast.Name(id=param.arg)):
+                return node, lambda: self._fix_by_picker(node, ".type")
+        return None
+
+    def _fallback(self, node: ast.AST) -> bool:
+        """``get_current_accelerator() or torch.device("cuda")``: CUDA only when no accelerator was found."""
+        parent = self.ctx.parent(node)
+        if type(parent) is ast.BoolOp and type(parent.op) is ast.Or and parent.values[0] is not node:  # type: ignore[attr-defined]
+            before = parent.values[: parent.values.index(node)]  # type: ignore[attr-defined]
+            return any("accelerator" in self.ctx.text(v) for v in before)
+        return False
+
+    def _device_option(self, call: ast.Call) -> bool:
+        flags = [string_value(a) or "" for a in call.args]
+        return any("device" in f.lower() or f.lstrip("-").lower() in ("gpu", "dev") for f in flags)
+
+    def _fix_torch_device(self, call: ast.Call) -> Optional[FixSpec]:
+        if _argument_count(call) != 1:
+            return None  # torch.device("cuda", rank)
+        parent = self.ctx.parent(call)
+        if type(parent) in (ast.Assign, ast.AnnAssign) and parent.value is call:  # type: ignore[attr-defined]
+            return self._fix_by_picker(call, "")
+        ref = picker(self.ctx).device_ref(call)
+        if ref is None or ref.is_str:
+            return None
+        return FixSpec.safe(f"Use `{ref.text}`", replace(call, ref.text), *ref.edits)
+
+    def _fix_reference(self, node: ast.AST) -> Optional[FixSpec]:
+        ref = picker(self.ctx).device_ref(node)
+        if ref is None:
+            return None
+        return FixSpec.safe(f"Use `{ref.text}`", replace(node, ref.text), *ref.edits)
+
+    def _fix_by_picker(self, node: ast.AST, suffix: str) -> Optional[FixSpec]:
+        call = picker(self.ctx).picker_call(node)
+        if call is None:
+            return None
+        text = call.text + suffix
+        return FixSpec.safe(f"Use `{text}`", replace(node, text), *call.edits)
+
+    def _fix_default(self, node: ast.AST, call: ast.Call) -> Optional[FixSpec]:
+        for item in call.keywords:
+            if item.arg == "choices" and not cuda(self.ctx).mentions_mps(item.value):
+                return None  # `--device mps` would be rejected
+        return self._fix_by_picker(node, ".type")
+
+
+def _parameter_of_default(arguments: ast.arguments, default: ast.AST) -> Optional[ast.arg]:
+    positional = [*arguments.posonlyargs, *arguments.args]
+    for param, value in zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults):
+        if value is default:
+            return param
+    for param, value in zip(arguments.kwonlyargs, arguments.kw_defaults):
+        if value is default:
+            return param
+    return None

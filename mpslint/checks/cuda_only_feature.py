@@ -1,0 +1,58 @@
+"""A CUDA feature with no MPS equivalent: streams, graphs, NVTX, NCCL, DataParallel, NVML (see ``rules/MPS108.md``)."""
+
+from __future__ import annotations
+
+import ast
+
+from mpslint.analysis.syntax import dotted_name, string_value
+from mpslint.checks.base import Rule
+from mpslint.checks.rewriting import cuda
+from mpslint.checks.torch_cuda_api import cuda_member
+from mpslint.knowledge import cuda_api
+
+_DATA_PARALLEL = ("torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel")
+_NVML = ("pynvml", "nvidia_smi", "py3nvml")
+
+
+class CudaOnlyFeature(Rule):
+    TRIGGERS = ("cuda", "DataParallel", "CUDA_VISIBLE_DEVICES", "pynvml", "nvidia_smi", "py3nvml", "nccl")
+
+    def visit_Call(self, node: ast.Call) -> None:
+        ctx = self.ctx
+        context = cuda(ctx)
+        name = ctx.qualify(node.func) or ""
+        member = cuda_member(ctx, node.func)
+        if member is not None:
+            why = cuda_api.CUDA_ONLY.get(member.split(".", 1)[0])
+            if why is not None and context.unguarded(node):
+                self.report(node, f"`torch.cuda.{member}` has no MPS equivalent ({why}); guard it with a CUDA check")
+            return
+        if name in _DATA_PARALLEL and context.unguarded(node):
+            self.report(node, "`nn.DataParallel` is CUDA-only: on MPS it does not even move the model; use `model.to(device)`")
+            return
+        last = (dotted_name(node.func) or "").rsplit(".", 1)[-1]
+        if last in ("init_process_group", "new_group"):
+            backend = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "backend"), None)
+            if string_value(backend) == "nccl" and context.unguarded(node):
+                self.report(backend, 'the "nccl" backend is CUDA-only; use "gloo" (with CPU tensors) when not on CUDA')
+        if last in ("setdefault", "putenv"):
+            first = node.args[0] if node.args else (node.keywords[0].value if node.keywords else None)
+            if string_value(first) == "CUDA_VISIBLE_DEVICES" and context.unguarded(node):
+                self.report(node, "`CUDA_VISIBLE_DEVICES` has no effect on MPS")
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            if type(target) is ast.Subscript and string_value(target.slice) == "CUDA_VISIBLE_DEVICES":
+                owner = self.ctx.qualify(target.value) or dotted_name(target.value) or ""
+                if owner.endswith("environ") and cuda(self.ctx).unguarded(node):
+                    self.report(target, "`CUDA_VISIBLE_DEVICES` has no effect on MPS")
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.name.split(".", 1)[0] in _NVML and cuda(self.ctx).unguarded(node):
+                self.report(alias, "NVML (`pynvml`) only sees NVIDIA GPUs; it fails on a Mac")
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module if node.module and not node.level else None
+        if module and module.split(".", 1)[0] in _NVML and cuda(self.ctx).unguarded(node):
+            self.report(node, "NVML (`pynvml`) only sees NVIDIA GPUs; it fails on a Mac")

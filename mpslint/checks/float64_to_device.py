@@ -1,0 +1,168 @@
+"""float64 data moved to or created on the device (see ``rules/MPS303.md``)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Optional
+
+from mpslint.analysis.device_flow import DeviceFlow
+from mpslint.analysis.syntax import dotted_name, keyword, method_name, positional
+from mpslint.checks.base import FixSpec, Rule, attribute_dot, attribute_name_start, insert_before, replace_span, short
+
+FLOAT64_DTYPES = frozenset(("torch.float64", "torch.double"))
+CASTS = frozenset("float half bfloat16 long int short bool byte char type double".split())
+PASSTHROUGH = frozenset(
+    "to cuda contiguous view reshape permute transpose unsqueeze squeeze clone detach pin_memory requires_grad_ "
+    "flatten t expand repeat".split()
+)
+FLOAT64_DTYPE = re.compile(r"float64|double|^float$|\bfloat_\b|np\.float$")
+# numpy functions whose result is float64 unless told otherwise.
+NUMPY_FLOAT64 = frozenset(
+    "zeros ones empty full linspace logspace eye identity loadtxt genfromtxt mean std var average sqrt exp log "
+    "random.rand random.randn random.random random.normal random.uniform random.standard_normal random.sample".split()
+)
+
+
+def _first_argument(call: ast.Call) -> Optional[ast.AST]:
+    values = [a.value if type(a) is ast.Starred else a for a in call.args] + [k.value for k in call.keywords]
+    return values[0] if values else None
+
+
+class Float64ToDevice(Rule):
+    TRIGGERS = ("float64", "double", "from_numpy")
+
+    @property
+    def flow(self) -> DeviceFlow:
+        return self.ctx.analysis(DeviceFlow)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        qualified = self.ctx.qualify(node.func) or ""
+        method = method_name(node) if not qualified else None
+        if qualified == "torch.set_default_dtype":
+            self._default_dtype(node)
+        elif qualified.startswith("torch.") and keyword(node, "device") is not None:
+            dtype = keyword(node, "dtype")
+            if dtype is not None and self._is_float64(dtype) and not self.flow.is_cpu(keyword(node, "device")):  # type: ignore[arg-type]
+                self._report(node, "creates a float64 tensor on the device", self._dtype_fix(dtype))
+        elif method == "double" and not node.args and not node.keywords:
+            if self.flow.is_device(node.func.value):  # type: ignore[attr-defined]
+                start = attribute_name_start(self.ctx, node.func)  # type: ignore[arg-type]
+                fix = FixSpec.unsafe("Use `.float()` (float32)", replace_span(start, node.func, "float"))
+                self._report(node, "makes a float64 tensor on the device", fix)
+        elif method in ("to", "type"):
+            self._to(node, method)
+        elif method == "cuda" and self._from_numpy_float64(node.func.value):  # type: ignore[attr-defined]
+            self._report(node, "moves a float64 numpy array to the device", self._cast_first(node))
+
+    def _cast_first(self, node: ast.Call) -> FixSpec:
+        dot = attribute_dot(self.ctx, node.func)  # type: ignore[arg-type]
+        return FixSpec.unsafe("Cast to float32 with `.float()` first", insert_before(dot, ".float()"))
+
+    def _to(self, node: ast.Call, method: str) -> None:
+        flow = self.flow
+        dtype = keyword(node, "dtype")
+        if dtype is None:
+            dtype = next((v for v in positional(node) if flow.is_dtype(v)), None)
+        if dtype is not None:
+            if self._is_float64(dtype) and flow.is_device(node):
+                self._report(node, "makes a float64 tensor on the device", self._dtype_fix(dtype))
+            return
+        if method != "to" or not flow.is_device(node):
+            return
+        if flow.is_device(node.func.value):  # type: ignore[attr-defined]
+            return  # already on the device: this .to() is not the transfer
+        if self._from_numpy_float64(node.func.value):  # type: ignore[attr-defined]
+            self._report(node, "moves a float64 numpy array to the device", self._cast_first(node))
+
+    def _is_float64(self, dtype: ast.AST) -> bool:
+        return (self.ctx.qualify(dtype) or "") in FLOAT64_DTYPES
+
+    def _dtype_fix(self, dtype: ast.AST) -> Optional[FixSpec]:
+        if type(dtype) is ast.Attribute:
+            start = attribute_name_start(self.ctx, dtype)  # type: ignore[arg-type]
+            return FixSpec.unsafe("Use float32", replace_span(start, dtype, "float32"))
+        return None
+
+    def _default_dtype(self, node: ast.Call) -> None:
+        first = _first_argument(node)
+        if first is None or not self._is_float64(first):
+            return
+        flow = self.flow
+        if not flow.placed and not flow.device_names:
+            return  # a CPU-only script: float64 is its choice
+        self._report(node, "makes every new float tensor float64, which MPS cannot hold", self._dtype_fix(first))
+
+    def _from_numpy_float64(self, expr: ast.AST, depth: int = 0) -> bool:
+        """``expr`` is ``torch.from_numpy(a)`` (possibly through a name or shape ops) of an array that may be float64."""
+        if depth > 8:
+            return False
+        if type(expr) is ast.Name:
+            bindings = self.flow.visible(expr.id, expr)  # type: ignore[attr-defined]
+            if len(bindings) != 1 or bindings[0].how != "assign" or bindings[0].path:
+                return False
+            return self._from_numpy_float64(bindings[0].value, depth + 1)  # type: ignore[arg-type]
+        if type(expr) is not ast.Call:
+            return False
+        qualified = self.ctx.qualify(expr.func) or ""  # type: ignore[attr-defined]
+        if qualified == "torch.from_numpy":
+            first = _first_argument(expr)  # type: ignore[arg-type]
+            return first is not None and self._may_be_float64_array(first)
+        method = method_name(expr) if not qualified else None
+        if method is None or method in CASTS:
+            return False
+        if method == "to" and (keyword(expr, "dtype") is not None  # type: ignore[arg-type]
+                               or any(self.flow.is_dtype(v) for v in (*expr.args, *(k.value for k in expr.keywords)))):  # type: ignore[attr-defined]
+            return False
+        if method in PASSTHROUGH:
+            return self._from_numpy_float64(expr.func.value, depth + 1)  # type: ignore[attr-defined]
+        return False
+
+    def _may_be_float64_array(self, array: ast.AST, depth: int = 0) -> bool:
+        """Positive evidence that a numpy array is float64: numpy's float defaults, float literals, division."""
+        if depth > 6:
+            return False
+        cls = type(array)
+        if cls is ast.Name:
+            bindings = self.flow.visible(array.id, array)  # type: ignore[attr-defined]
+            return any(
+                b.how == "assign" and not b.path and b.value is not None and self._may_be_float64_array(b.value, depth + 1)
+                for b in bindings
+            )
+        if cls is ast.Constant:
+            return type(array.value) is float  # type: ignore[attr-defined]
+        if cls in (ast.List, ast.Tuple):
+            return any(self._may_be_float64_array(e.value if type(e) is ast.Starred else e, depth + 1) for e in array.elts)  # type: ignore[attr-defined]
+        if cls is ast.BinOp:
+            if type(array.op) is ast.Div:  # type: ignore[attr-defined]
+                return True
+            return self._may_be_float64_array(array.left, depth + 1) or self._may_be_float64_array(array.right, depth + 1)  # type: ignore[attr-defined]
+        if cls is ast.UnaryOp:
+            return self._may_be_float64_array(array.operand, depth + 1)  # type: ignore[attr-defined]
+        if cls is not ast.Call:
+            return False
+        dtype = keyword(array, "dtype")  # type: ignore[arg-type]
+        if dtype is not None:
+            return bool(FLOAT64_DTYPE.search(self.ctx.text(dtype)))
+        qualified = self.ctx.qualify(array.func) or ""  # type: ignore[attr-defined]
+        if qualified == "float" or dotted_name(array.func) == "float":  # type: ignore[attr-defined]
+            return True
+        first = _first_argument(array)  # type: ignore[arg-type]
+        if qualified.startswith("numpy."):
+            function = qualified[len("numpy."):]
+            if function in NUMPY_FLOAT64:
+                return True
+            if function in ("array", "asarray", "stack", "concatenate", "vstack", "hstack") and first is not None:
+                return self._may_be_float64_array(first, depth + 1)
+            return False
+        if method_name(array) == "astype" and first is not None:
+            return bool(FLOAT64_DTYPE.search(self.ctx.text(first)))
+        return False
+
+    def _report(self, node: ast.AST, what: str, fix: Optional[FixSpec]) -> None:
+        self.report(
+            node,
+            f"`{short(self.ctx, node)}` {what}: MPS has no float64 (\"Cannot convert a MPS Tensor to float64 dtype\"); "
+            "use float32",
+            fix=fix,
+        )

@@ -1,0 +1,36 @@
+"""The fork start method crashes Objective-C/Metal processes on macOS (see ``rules/MPS402.md``)."""
+
+from __future__ import annotations
+
+import ast
+
+from mpslint.analysis.syntax import argument, keyword, string_value
+from mpslint.checks.base import FixSpec, Rule, replace
+from mpslint.checks.workers import PLATFORM_WORDS, guarded_by
+
+START_METHOD_CALLS = frozenset({
+    "multiprocessing.set_start_method", "multiprocessing.get_context",
+    "torch.multiprocessing.set_start_method", "torch.multiprocessing.get_context",
+    "multiprocessing.context.BaseContext.get_context",
+})
+
+
+class ForkStartMethod(Rule):
+    TRIGGERS = ("fork",)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        ctx = self.ctx
+        name = ctx.qualify(node.func)
+        if name == "os.fork":
+            if not guarded_by(ctx, node, PLATFORM_WORDS):
+                self.report(node, "`os.fork()` after torch (Metal/Objective-C) has initialised crashes the child on "
+                                  "macOS; start workers with the spawn method instead")
+            return
+        method = argument(node, "method", 0) if name in START_METHOD_CALLS else None
+        value = method or keyword(node, "multiprocessing_context") or keyword(node, "mp_context")
+        if value is None or string_value(value) != "fork" or guarded_by(ctx, node, PLATFORM_WORDS):
+            return
+        spawn = ctx.text(value).replace("fork", "spawn")
+        self.report(value, "the 'fork' start method crashes Objective-C/Metal runtimes on macOS (the default "
+                           "there is 'spawn'); use 'spawn'",
+                    fix=FixSpec.unsafe("Use the 'spawn' start method", replace(value, spawn)))

@@ -1,0 +1,254 @@
+"""MPS2xx: host syncs that run on every step of a training or evaluation loop.
+
+On MPS (as on CUDA) kernels are queued and run asynchronously; reading a
+device value on the host drains the queue and waits. Once per epoch that is
+free; once per step it serialises host and device. Each rule asks two shared
+analyses: ``HotLoops`` (does this run every step?) and ``DeviceFlow`` (is this
+value on the accelerator?). Code in an interval-guarded branch
+(``if step % N == 0``) is reported only with ``report-interval-guarded``.
+See ``rules/MPS201.md`` to ``rules/MPS204.md``.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from mpslint.analysis.device_flow import DEVICE_EVIDENCE, DeviceFlow
+from mpslint.analysis.loops import LOOP_KEYWORDS, STEP_EVIDENCE, HotLoops, Loop
+from mpslint.analysis.syntax import dotted_name, method_name, positional
+from mpslint.checks.base import Rule, short
+
+SYNCHRONIZE = frozenset(
+    ("torch.cuda.synchronize", "torch.mps.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize")
+)
+DATA_DEPENDENT_FUNCTIONS = frozenset(
+    ("torch.nonzero", "torch.masked_select", "torch.unique", "torch.unique_consecutive", "torch.argwhere")
+)
+DATA_DEPENDENT_METHODS = frozenset(("nonzero", "masked_select", "unique", "unique_consecutive", "argwhere"))
+BOOL_METHODS = frozenset(
+    "bool isnan isinf isfinite isneginf isposinf logical_and logical_or logical_not logical_xor eq ne gt ge lt le".split()
+)
+
+
+class _HotLoopRule(Rule):
+    @property
+    def flow(self) -> DeviceFlow:
+        return self.ctx.analysis(DeviceFlow)
+
+    def loop(self, node: ast.AST) -> Optional[Loop]:
+        return self.ctx.analysis(HotLoops).per_step(node)
+
+
+def _first_argument(call: ast.Call) -> Optional[ast.AST]:
+    values = [a.value if type(a) is ast.Starred else a for a in call.args] + [k.value for k in call.keywords]
+    return values[0] if values else None
+
+
+class ItemInHotLoop(_HotLoopRule):
+    TRIGGERS = ("item", "tolist", "float", "int")
+    REQUIRES = (LOOP_KEYWORDS, STEP_EVIDENCE, DEVICE_EVIDENCE)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        method = method_name(node)
+        func = node.func
+        if method in ("item", "tolist") and not node.args and not node.keywords and self.ctx.qualify(func) is None:
+            tensor = func.value  # type: ignore[attr-defined]
+        elif type(func) is ast.Name and func.id in ("float", "int") and len(node.args) + len(node.keywords) == 1:
+            tensor = _first_argument(node)
+        else:
+            return
+        if not self.flow.is_device(tensor):
+            return
+        loop = self.loop(node)
+        if loop is None:
+            return
+        what = "copies the tensor to the host and " if method == "tolist" else ""
+        self.report(
+            node,
+            f"`{short(self.ctx, node)}` in the {loop.kind} {what}waits for the device every step; "
+            "accumulate on the device and read it every N steps",
+        )
+
+
+class HostCopyInHotLoop(_HotLoopRule):
+    TRIGGERS = ("cpu", "numpy", "array", "device")  # `.to(t.device)` of a host tensor is a move to the CPU
+    REQUIRES = (LOOP_KEYWORDS, STEP_EVIDENCE, DEVICE_EVIDENCE)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        method = method_name(node)
+        flow = self.flow
+        qualified = self.ctx.qualify(node.func)
+        if method in ("cpu", "numpy") and qualified is None:
+            tensor = node.func.value  # type: ignore[attr-defined]
+        elif method == "to" and qualified is None:
+            target = flow.to_target(node)
+            if target is None or not flow.is_cpu(target):
+                return
+            tensor = node.func.value  # type: ignore[attr-defined]
+        elif (qualified or "") in ("numpy.array", "numpy.asarray") and (node.args or node.keywords):
+            tensor = _first_argument(node)
+        else:
+            return
+        if not flow.is_device(tensor):
+            return
+        loop = self.loop(node)
+        if loop is None:
+            return
+        self.report(
+            node,
+            f"`{short(self.ctx, node)}` in the {loop.kind} copies to the host and waits for the device every step; "
+            "keep the values on the device (accumulate there) and copy them every N steps or after the loop",
+        )
+
+
+class SynchronizeInHotLoop(_HotLoopRule):
+    TRIGGERS = ("synchronize",)
+    REQUIRES = (LOOP_KEYWORDS, STEP_EVIDENCE)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if not self._is_synchronize(node):
+            return
+        loop = self.loop(node)
+        if loop is None:
+            return
+        self.report(
+            node,
+            f"`{short(self.ctx, node)}` in the {loop.kind} waits for all queued device work every step; "
+            "synchronize only where you read a timer, every N steps or after the loop",
+        )
+
+    def _is_synchronize(self, node: ast.Call) -> bool:
+        qualified = self.ctx.qualify(node.func)
+        if qualified in SYNCHRONIZE:
+            return True
+        if method_name(node) != "synchronize" or qualified is not None:
+            return False
+        receiver = node.func.value  # type: ignore[attr-defined]
+        if type(receiver) is ast.Call:  # torch.cuda.current_stream().synchronize()
+            return (self.ctx.qualify(receiver.func) or "").startswith("torch.")
+        name = (dotted_name(receiver) or "").lower()
+        return "stream" in name or "event" in name
+
+
+class TensorConditionInHotLoop(_HotLoopRule):
+    TRIGGERS = ("if", "assert", "while", "print", "format", "%", "str", "repr", "bool", "{", "nonzero", "masked_select", "unique", "argwhere", "where", "[")
+    REQUIRES = (LOOP_KEYWORDS, STEP_EVIDENCE, DEVICE_EVIDENCE)
+
+    # -- implicit bool() of a device tensor
+
+    def visit_If(self, node: ast.If) -> None:
+        self._condition(node.test)
+
+    def visit_While(self, node: ast.While) -> None:
+        self._condition(node.test)
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        self._condition(node.test)
+
+    def visit_IfExp(self, node: ast.IfExp) -> None:
+        self._condition(node.test)
+
+    def _needs_bool(self, test: ast.AST) -> bool:
+        if type(test) is ast.BoolOp:
+            return any(self._needs_bool(v) for v in test.values)  # type: ignore[attr-defined]
+        if type(test) is ast.UnaryOp and type(test.op) is ast.Not:  # type: ignore[attr-defined]
+            return self._needs_bool(test.operand)  # type: ignore[attr-defined]
+        return self.flow.is_device(test)
+
+    def _condition(self, test: ast.AST) -> None:
+        if not self._needs_bool(test):
+            return
+        loop = self.loop(test)
+        if loop is None:
+            return
+        self.report(
+            test,
+            f"`{short(self.ctx, test)}` reads a device tensor on the host to decide a branch, so the {loop.kind} "
+            "waits for the device every step; keep the check on the device (`torch.where`, masks) or test it every N steps",
+        )
+
+    # -- printing and formatting device tensors; data-dependent shapes
+
+    def visit_Call(self, node: ast.Call) -> None:
+        name = dotted_name(node.func)
+        flow = self.flow
+        if name in ("print", "str", "repr", "bool") and any(flow.is_device(v) for v in positional(node)):
+            self._formatting(node)
+            return
+        if method_name(node) == "format" and _is_string(node.func.value):  # type: ignore[attr-defined]
+            if any(flow.is_device(v) for v in (*positional(node), *(k.value for k in node.keywords if k.arg))):
+                self._formatting(node)
+            return
+        qualified = self.ctx.qualify(node.func) or ""
+        data_dependent = False
+        first = _first_argument(node)
+        if qualified in DATA_DEPENDENT_FUNCTIONS and first is not None:
+            data_dependent = flow.is_device(first)
+        elif qualified == "torch.where" and len(node.args) + len(node.keywords) == 1:
+            data_dependent = flow.is_device(first)  # type: ignore[arg-type]
+        elif not qualified and method_name(node) in DATA_DEPENDENT_METHODS:
+            data_dependent = flow.is_device(node.func.value)  # type: ignore[attr-defined]
+        if data_dependent:
+            self._data_dependent(node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        if any(type(part) is ast.FormattedValue and self.flow.is_device(part.value) for part in node.values):
+            self._formatting(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if type(node.op) is ast.Mod and _is_string(node.left):
+            if self.flow.is_device(node.right):
+                self._formatting(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        index = node.slice
+        if type(index) in (ast.Tuple, ast.Slice):
+            return
+        if self._is_device_mask(index) and self.flow.is_device(node.value):
+            self._data_dependent(node)
+
+    def _is_device_mask(self, index: ast.AST, depth: int = 0) -> bool:
+        flow = self.flow
+        if depth > 3 or not flow.is_device(index):
+            return False
+        cls = type(index)
+        if cls is ast.Compare:
+            return not any(type(op) in (ast.Is, ast.IsNot, ast.In, ast.NotIn) for op in index.ops)  # type: ignore[attr-defined]
+        if cls is ast.UnaryOp and type(index.op) is ast.Invert:  # type: ignore[attr-defined]
+            return self._is_device_mask(index.operand, depth + 1)  # type: ignore[attr-defined]
+        if cls is ast.BinOp and type(index.op) in (ast.BitAnd, ast.BitOr):  # type: ignore[attr-defined]
+            return self._is_device_mask(index.left, depth + 1) or self._is_device_mask(index.right, depth + 1)  # type: ignore[attr-defined]
+        if cls is ast.Call:
+            method = method_name(index) or (self.ctx.qualify(index.func) or "").rsplit(".", 1)[-1]  # type: ignore[attr-defined]
+            return method in BOOL_METHODS
+        if cls is ast.Name:
+            bindings = flow.visible(index.id, index)  # type: ignore[attr-defined]
+            return len(bindings) == 1 and bindings[0].how == "assign" and not bindings[0].path and self._is_device_mask(
+                bindings[0].value, depth + 1  # type: ignore[arg-type]
+            )
+        return False
+
+    def _formatting(self, node: ast.AST) -> None:
+        loop = self.loop(node)
+        if loop is None:
+            return
+        self.report(
+            node,
+            f"`{short(self.ctx, node)}` formats a device tensor, so the {loop.kind} copies it to the host and waits "
+            "for the device every step; log values accumulated on the device every N steps",
+        )
+
+    def _data_dependent(self, node: ast.AST) -> None:
+        loop = self.loop(node)
+        if loop is None:
+            return
+        self.report(
+            node,
+            f"`{short(self.ctx, node)}` has a data-dependent shape, so the {loop.kind} waits for the device every "
+            "step to learn its size; use a fixed-shape form (`torch.where`, multiplying by the mask) where you can",
+        )
+
+
+def _is_string(node: ast.AST) -> bool:
+    return type(node) is ast.Constant and isinstance(node.value, (str, bytes))  # type: ignore[attr-defined]

@@ -1,0 +1,88 @@
+"""Pinned host memory is a CUDA feature: pin only when the data goes to CUDA (see ``rules/MPS401.md``)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from mpslint.analysis.syntax import dotted_name, keyword_node
+from mpslint.checks.base import Context, FixSpec, Rule, replace
+from mpslint.checks.workers import CUDA_WORDS, DATALOADERS, guarded_by
+
+DEVICE_FACTORIES = ("torch.device", "torch.accelerator.current_accelerator")
+
+
+def _torch_local_name(ctx: Context) -> Optional[str]:
+    for local, target in ctx.imports.bindings.items():
+        if target == "torch":
+            return local
+    return None
+
+
+def _device_in_scope(ctx: Context, node: ast.AST) -> bool:
+    """A name ``device`` that holds a ``torch.device`` where ``node`` runs.
+
+    Only assignments from ``torch.device(...)``/``pick_device()`` (what
+    mpslint's own device fix writes) and parameters annotated ``torch.device``
+    count: ``device = "cuda"`` is a string, and ``device.type`` would fail.
+    """
+    scopes = [p for p in ctx.ancestors(node) if type(p) in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)]
+    for scope in scopes:
+        if type(scope) is not ast.Module:
+            for param in [*scope.args.args, *scope.args.kwonlyargs]:  # type: ignore[attr-defined]
+                if param.arg == "device" and param.annotation is not None:
+                    if ctx.qualify(param.annotation) == "torch.device":
+                        return True
+        for stmt in scope.body:  # type: ignore[attr-defined]
+            if (type(stmt) is ast.Assign and len(stmt.targets) == 1
+                    and type(stmt.targets[0]) is ast.Name and stmt.targets[0].id == "device"
+                    and type(stmt.value) is ast.Call):
+                func = stmt.value.func
+                if ctx.qualify(func) in DEVICE_FACTORIES or dotted_name(func) == "pick_device":
+                    return True
+    return False
+
+
+class PinMemory(Rule):
+    TRIGGERS = ("pin_memory",)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        ctx = self.ctx
+        if type(node.func) is ast.Attribute and node.func.attr == "pin_memory":
+            if ctx.qualify(node.func) is not None or guarded_by(ctx, node, CUDA_WORDS):
+                return
+            self.report(node, "`.pin_memory()` pins host memory for CUDA transfers: MPS has no pinned memory, "
+                              "and on a Mac it fails or does nothing; pin only when CUDA is in use",
+                        fix=self._method_fix(node))
+            return
+        if ctx.qualify(node.func) not in DATALOADERS:
+            return
+        arg = keyword_node(node, "pin_memory")
+        if arg is None or not (type(arg.value) is ast.Constant and arg.value.value is True) or guarded_by(ctx, node, CUDA_WORDS):
+            return
+        condition = self._cuda_condition(node)
+        fix = FixSpec.safe(f"Pin memory only on CUDA: `pin_memory={condition}`",
+                           replace(arg.value, condition)) if condition else None
+        self.report(arg, "`pin_memory=True` has no effect on MPS (the DataLoader warns and ignores it); "
+                         "pin only when the batches go to CUDA", fix=fix)
+
+    def _cuda_condition(self, node: ast.AST) -> Optional[str]:
+        if _device_in_scope(self.ctx, node):
+            return 'device.type == "cuda"'
+        torch = _torch_local_name(self.ctx)
+        return f"{torch}.cuda.is_available()" if torch else None
+
+    def _method_fix(self, node: ast.Call) -> Optional[FixSpec]:
+        receiver = node.func.value  # type: ignore[attr-defined]
+        parent = self.ctx.parent(node)
+        if node.args or node.keywords or dotted_name(receiver) is None:
+            return None  # re-evaluating the receiver must be free of side effects
+        in_call = type(parent) is ast.Call and node is not parent.func and node in parent.args  # type: ignore[attr-defined]
+        if not (type(parent) in (ast.Assign, ast.Return, ast.AnnAssign) or type(parent) is ast.keyword or in_call):
+            return None
+        condition = self._cuda_condition(node)
+        if condition is None:
+            return None
+        source = self.ctx.text(receiver)
+        text = f"{source}.pin_memory() if {condition} else {source}"
+        return FixSpec.safe("Pin memory only on CUDA", replace(node, text))

@@ -1,0 +1,247 @@
+"""A tensor on the host meets a model or tensors on the device (see ``rules/MPS302.md``).
+
+Code that only ever ran on a CUDA box often gets away with a CPU tensor next
+to a CUDA one (a 0-dim scalar, or a path that never ran); on MPS the same
+lines fail with "Placeholder storage has not been allocated on MPS device!"
+or "Expected all tensors to be on the same device". A value of unknown
+placement is never reported.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from mpslint.analysis.device_flow import DEVICE_EVIDENCE, SIZED_FACTORIES, DeviceFlow, Kind
+from mpslint.analysis.loops import HotLoops
+from mpslint.analysis.syntax import dotted_name, is_number, keyword, positional
+from mpslint.checks.base import FixSpec, Rule, replace, short
+
+
+class PlacementMismatch(Rule):
+    TRIGGERS = DEVICE_EVIDENCE
+    REQUIRES = (("torch", "to(", "to_empty", "cuda", "prepare"),)  # a torch factory, or a placed module's forward
+
+    @property
+    def flow(self) -> DeviceFlow:
+        return self.ctx.analysis(DeviceFlow)
+
+    # -- a tensor created on the host meets device tensors
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if type(node.op) is ast.Mod and (type(node.left) is ast.JoinedStr or (
+                type(node.left) is ast.Constant and isinstance(node.left.value, (str, bytes)))):
+            return  # "%d" % n: formatting
+        self._mixed(node.left, node.right)
+        self._mixed(node.right, node.left)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._mixed(node.value, node.target)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if not self._is_placed_forward(node):
+            return
+        for value in node.args:
+            if type(value) is ast.Starred:
+                continue
+            factory = self._host_factory(value)
+            if factory is not None:
+                self._report_host_tensor(value, factory, None, f"is fed to `{short(self.ctx, node.func)}`, which is on the device")
+        for item in node.keywords:
+            if item.arg is None:
+                continue
+            factory = self._host_factory(item.value)
+            if factory is not None:
+                self._report_host_tensor(item.value, factory, None, f"is fed to `{short(self.ctx, node.func)}`, which is on the device")
+        self._unplaced_batch(node)
+
+    def _is_placed_forward(self, call: ast.Call) -> bool:
+        flow = self.flow
+        name = dotted_name(call.func)
+        if name is not None and flow.is_placed_name(name, call):
+            return True
+        return (
+            type(call.func) is ast.Attribute
+            and call.func.attr == "forward"
+            and flow.is_placed_name(dotted_name(call.func.value) or "", call)
+        )
+
+    def _host_factory(self, expr: ast.AST) -> Optional[ast.Call]:
+        """The torch factory call (without ``device=``) that ``expr`` is, or the name holds."""
+        if type(expr) is ast.Name:
+            bindings = self.flow.visible(expr.id, expr)  # type: ignore[attr-defined]
+            if len(bindings) != 1 or bindings[0].how != "assign" or bindings[0].path:
+                return None
+            expr = bindings[0].value  # type: ignore[assignment]
+        # 0.01 * torch.randn(...), -torch.ones(...): scaled by a Python number, still on the CPU.
+        while True:
+            if type(expr) is ast.UnaryOp and type(expr.op) is ast.USub:  # type: ignore[attr-defined]
+                expr = expr.operand  # type: ignore[attr-defined]
+            elif type(expr) is ast.BinOp and is_number(expr.left):  # type: ignore[attr-defined]
+                expr = expr.right  # type: ignore[attr-defined]
+            elif type(expr) is ast.BinOp and is_number(expr.right):  # type: ignore[attr-defined]
+                expr = expr.left  # type: ignore[attr-defined]
+            else:
+                break
+        if type(expr) is not ast.Call:
+            return None
+        qualified = self.ctx.qualify(expr.func) or ""  # type: ignore[attr-defined]
+        if not qualified.startswith("torch.") or qualified.count(".") != 1:
+            return None
+        if qualified.rsplit(".", 1)[-1] not in SIZED_FACTORIES or keyword(expr, "device") is not None:  # type: ignore[arg-type]
+            return None
+        sizes = positional(expr)  # type: ignore[arg-type]
+        if not (expr.args or expr.keywords) or all(_is_literal_one(self, a) for a in sizes):  # type: ignore[attr-defined]
+            return None  # torch.ones(1): a scalar-like tensor, which works mixed with device tensors
+        return expr  # type: ignore[return-value]
+
+    def _mixed(self, maybe_host: ast.AST, other: ast.AST) -> None:
+        factory = self._host_factory(maybe_host)
+        if factory is None or not self.flow.is_device(other):
+            return
+        self._report_host_tensor(maybe_host, factory, other, f"is combined with device tensor `{short(self.ctx, other)}`")
+
+    def _expects_error(self, node: ast.AST) -> bool:
+        """Inside ``with pytest.raises(...)`` / ``self.assertRaises(...)``: the failure is the point."""
+        for parent in self.ctx.ancestors(node):
+            if type(parent) in (ast.With, ast.AsyncWith):
+                for item in parent.items:  # type: ignore[attr-defined]
+                    call = item.context_expr
+                    name = dotted_name(call.func) if type(call) is ast.Call else None
+                    if name and name.rsplit(".", 1)[-1] in ("raises", "assertRaises", "assertRaisesRegex"):
+                        return True
+        return False
+
+    def _report_host_tensor(self, use: ast.AST, factory: ast.Call, other: Optional[ast.AST], why: str) -> None:
+        if self._expects_error(use):
+            return
+        device = None
+        if use is factory and other is not None and dotted_name(other) is not None:
+            device = f"{dotted_name(other)}.device"
+        elif self.flow.device_variable(factory) is not None:
+            device = self.flow.device_variable(factory)
+        fix = None
+        if device is not None:
+            fix = _with_device(factory, device)
+        where = f" with `device={device}`" if device else " on the same device (`device=...`)"
+        self.report(
+            use,
+            f"`{short(self.ctx, factory)}` creates a tensor on the CPU that {why}: this fails on MPS "
+            f"(\"Expected all tensors to be on the same device\"); create it{where}",
+            fix=fix,
+        )
+
+    # -- the model is placed, the batch from the loader is not
+
+    def _unplaced_batch(self, call: ast.Call) -> None:
+        position = self.ctx.analysis(HotLoops).position(call)
+        if position is None or type(position.loop.node) not in (ast.For, ast.AsyncFor):
+            return
+        loop = position.loop.node
+        loader = self._loader_name(loop.iter)  # type: ignore[union-attr]
+        if loader is None or not self._plain_loader(loader, loop):
+            return
+        for value in [*call.args, *(k.value for k in call.keywords)]:
+            if type(value) is not ast.Name:
+                continue
+            if not self._from_loop_target(value, loop):  # type: ignore[arg-type]
+                continue
+            self.report(
+                value,
+                f"`{short(self.ctx, call.func)}` is on the device but `{value.id}` comes from `{loader.id}` and is "
+                "never moved there: on MPS the forward pass fails with \"Placeholder storage has not been allocated on "
+                f"MPS device!\"; move it with `{value.id}.to(device)`",
+            )
+
+    def _loader_name(self, iterable: ast.AST) -> Optional[ast.Name]:
+        if type(iterable) is ast.Name:
+            return iterable  # type: ignore[return-value]
+        if type(iterable) is ast.Call and dotted_name(iterable.func) in ("enumerate", "tqdm", "tqdm.tqdm"):  # type: ignore[attr-defined]
+            if iterable.args:  # type: ignore[attr-defined]
+                first = iterable.args[0]  # type: ignore[attr-defined]
+                return self._loader_name(first) if type(first) is not ast.Starred else None
+        return None
+
+    def _plain_loader(self, loader: ast.Name, loop: ast.AST) -> bool:
+        """A ``DataLoader`` built in this file whose batches stay on the host (no collate_fn, no placed dataset)."""
+        flow = self.flow
+        if loader.id in flow.prepared:
+            return False
+        bindings = flow.visible(loader.id, loop)
+        if not bindings:
+            return False
+        for binding in bindings:
+            value = binding.value
+            if binding.how != "assign" or binding.path or type(value) is not ast.Call:
+                return False
+            if (dotted_name(value.func) or "").rsplit(".", 1)[-1] != "DataLoader":  # type: ignore[union-attr]
+                return False
+            if keyword(value, "collate_fn") is not None:  # type: ignore[arg-type]
+                return False
+            if not value.args or type(value.args[0]) is ast.Starred:  # type: ignore[union-attr]
+                return False
+            if not self._dataset_on_host(value.args[0], 0):  # type: ignore[union-attr]
+                return False
+        return True
+
+    def _dataset_on_host(self, dataset: ast.AST, depth: int) -> bool:
+        if depth > 3:
+            return False
+        if type(dataset) is ast.Name:
+            sources = self.flow.visible(dataset.id, dataset)  # type: ignore[attr-defined]
+            return bool(sources) and all(
+                s.how == "assign" and not s.path and s.value is not None and self._dataset_on_host(s.value, depth + 1)
+                for s in sources
+            )
+        if type(dataset) is ast.Call:
+            if _places_anything(self.ctx.text(dataset)):
+                return False
+            return all(
+                self.flow.kind(v) in (Kind.HOST_TENSOR, Kind.HOST)
+                or (type(v) is ast.Name and self._dataset_on_host(v, depth + 1))
+                for v in [*(a.value if type(a) is ast.Starred else a for a in dataset.args), *(k.value for k in dataset.keywords)]  # type: ignore[attr-defined]
+            )
+        return False
+
+    def _from_loop_target(self, name: ast.Name, loop: ast.AST) -> bool:
+        """``name`` holds the loop's batch (or a part of it) as loaded, and is never placed in this function."""
+        flow = self.flow
+        tree = self.ctx.tree
+        scope = tree.scope_of(name)
+        bindings = flow.bindings.get(scope, {}).get(name.id, [])
+        if not bindings:
+            return False
+        visible = flow.visible(name.id, name)
+        if len(visible) != 1 or visible[0].how != "for" or visible[0].value is not loop.iter:  # type: ignore[attr-defined]
+            return False
+        first, last = tree.index(loop), tree.end(loop)
+        in_loop = [b for b in bindings if first <= b.end <= last]
+        return all(flow.kind_of_binding(b, name.id) is not Kind.DEVICE for b in in_loop)
+
+
+def _is_literal_one(rule: Rule, node: ast.AST) -> bool:
+    """The literal ``1`` as written (not ``0x1``, not ``True``)."""
+    return type(node) is ast.Constant and type(node.value) is int and node.value == 1 and rule.ctx.text(node) == "1"  # type: ignore[attr-defined]
+
+
+def _with_device(factory: ast.Call, device: str):
+    """``torch.zeros(3)`` -> ``torch.zeros(3, device=...)``, with LibCST keeping the argument list's layout."""
+
+    def build(fx) -> Optional[FixSpec]:
+        import libcst as cst
+
+        call = fx.node(factory)
+        if call is None:
+            return None
+        arg = cst.Arg(
+            value=cst.parse_expression(device),
+            keyword=cst.Name("device"),
+            equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+        )
+        return FixSpec.safe(f"Create it with `device={device}`", replace(call, call.with_changes(args=[*call.args, arg])))
+
+    return build
+
+
+def _places_anything(code: str) -> bool:
+    return any(marker in code for marker in (".to(", ".cuda(", "device"))

@@ -1,0 +1,113 @@
+"""``torch.cuda.X`` with a device-agnostic or MPS equivalent (see ``rules/MPS104.md``)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from mpslint.analysis.syntax import dotted_name
+from mpslint.checks.base import FixSpec, NodeEdit, Rule, replace
+from mpslint.checks.cuda_imports import report_unused_import
+from mpslint.checks.rewriting import cuda, default_indent, indent_of, lone_statement, picker, torch_name
+from mpslint.knowledge import cuda_api
+from mpslint.knowledge.cuda_api import floor_of
+
+
+def cuda_member(ctx, node: ast.AST) -> Optional[str]:
+    """``X`` for a ``torch.cuda.X`` reference (through any import alias)."""
+    name = ctx.qualify(node)
+    if name is None or not name.startswith("torch.cuda."):
+        return None
+    return name[len("torch.cuda."):]
+
+
+class TorchCudaApi(Rule):
+    TRIGGERS = ("cuda",)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        member = cuda_member(self.ctx, node.func)
+        api = cuda_api.EQUIVALENTS.get(member or "")
+        if api is None or not cuda(self.ctx).unguarded(node):
+            return
+        self.report(
+            node,
+            f"`torch.cuda.{api.name}()` only acts on CUDA; use {api.instead}",
+            fix=self._fix(node, api),
+        )
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        report_unused_import(self, node, lambda base, name: (base, name) == ("torch", "cuda"))
+
+    def _fix(self, node: ast.Call, api: cuda_api.CudaApi) -> Optional[FixSpec]:
+        torch = torch_name(self.ctx)
+        if torch is None:
+            return None
+        floor = floor_of(self.ctx.settings.torch_version)
+        no_arguments = not node.args and not node.keywords
+        if api.fix == "rename":
+            if floor < api.since:
+                return None
+            new = f"{torch}.{api.target}"
+            return FixSpec.safe(f"Use `{new}()`", replace(node.func, new))
+        if api.fix == "seed":
+            return self._fix_seed(node, torch)
+        if api.fix == "accelerator-sync" and floor >= api.since and no_arguments:
+            statement = lone_statement(self.ctx, node)
+            if statement is None:
+                return None
+            inner = indent_of(self.ctx, statement) + default_indent(self.ctx)
+            text = f"if {torch}.accelerator.is_available():\n{inner}{torch}.accelerator.synchronize()"
+            return FixSpec.safe("Synchronize the current accelerator, if there is one", replace(statement, text))
+        if api.fix in ("accelerator-sync", "per-device"):
+            return self._fix_per_device(node, api, torch)
+        return None
+
+    def _fix_per_device(self, node: ast.Call, api: cuda_api.CudaApi, torch: str) -> Optional[FixSpec]:
+        statement = lone_statement(self.ctx, node)
+        if statement is None or node.args or node.keywords:
+            return None
+        ref = picker(self.ctx).device_ref(node)
+        if ref is None:
+            return None
+        indent = indent_of(self.ctx, statement)
+        step = default_indent(self.ctx)
+        mps = "empty_cache" if api.name == "empty_cache" else "synchronize"
+        text = (
+            f'if {ref.type} == "cuda":\n{indent}{step}{self.ctx.text(node)}\n'
+            f'{indent}elif {ref.type} == "mps":\n{indent}{step}{torch}.mps.{mps}()'
+        )
+        return FixSpec.safe(f"Call it on CUDA, and `torch.mps.{mps}()` on MPS", replace(statement, text), *ref.edits)
+
+    def _fix_seed(self, node: ast.Call, torch: str) -> Optional[FixSpec]:
+        if len(node.args) != 1 or node.keywords or type(node.args[0]) is ast.Starred:
+            return None
+        seed = self.ctx.text(node.args[0])
+        statement = lone_statement(self.ctx, node)
+        if statement is not None:
+            previous = self._seeded_before(statement, seed)
+            if previous is not None:
+                # torch.manual_seed(s) just before already seeded CUDA (and MPS): this line is redundant.
+                return FixSpec.safe(
+                    f"Remove it: `{torch}.manual_seed({seed})` already seeds every device",
+                    NodeEdit("", (previous, "line_after"), (statement, "line_after")),
+                )
+        # Also reseeds the CPU generator: the random stream of CPU code changes.
+        return FixSpec.unsafe(f"Use `{torch}.manual_seed({seed})`", replace(node.func, f"{torch}.manual_seed"))
+
+    def _seeded_before(self, statement: ast.Expr, seed: str) -> Optional[ast.AST]:
+        """The previous statement, when every statement since a ``torch.manual_seed(seed)`` only seeds."""
+        place = self.ctx.tree.block_of(statement)
+        if place is None:
+            return None
+        block, index = place
+        for earlier in reversed(block[:index]):
+            call = earlier.value if type(earlier) is ast.Expr and type(earlier.value) is ast.Call else None
+            if call is None or lone_statement(self.ctx, call) is None:
+                return None
+            name = self.ctx.qualify(call.func) or dotted_name(call.func) or ""
+            if not name.endswith("seed") and not name.endswith("seed_all"):
+                return None
+            if name == "torch.manual_seed" and len(call.args) == 1 and not call.keywords \
+                    and self.ctx.text(call.args[0]) == seed:
+                return block[index - 1]
+        return None
