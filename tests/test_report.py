@@ -283,13 +283,15 @@ def test_no_findings_is_a_clean_verdict(tmp_path, monkeypatch):
     assert "No findings" in report(".", fmt="html")
 
 
-def test_a_path_that_cannot_be_checked_is_named_and_exits_2(repo):
+def test_a_path_that_cannot_be_read_is_an_io_error_finding_as_in_check(repo):
     result = run("report", "--output-format", "json", "code/cuda", "missing.py")
-    assert result.exit_code == 2
+    assert result.exit_code == 0, result.output  # a plan, not a gate: findings never fail it
     data = json.loads(result.stdout)
-    assert data["errors"] == [{"path": "missing.py", "message": "No such file or directory"}]
-    assert data["counts"]["findings"] > 0
-    assert "missing.py" in result.stderr
+    assert json_counts(data) == {c: r["count"] for c, r in statistics("code/cuda", "missing.py").items()}
+    row = next(f for f in data["files"] if f["path"] == "missing.py")
+    assert [(d["code"], d["message"]) for d in row["findings"]] == [("MPS001", "No such file or directory")]
+    assert row["counts"]["other"] == 1 and data["errors"] == []
+    assert "missing.py" in run("report", "--output-format", "html", "code/cuda", "missing.py").stdout
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from mpslint.config import ConfigResolver, Settings
-from mpslint.diagnostic import Applicability, Diagnostic
+from mpslint.diagnostic import IO_ERROR, Applicability, Diagnostic, io_error
 from mpslint.report import impact as impacts
 from mpslint.report.model import Counts, DirectoryRow, FileRow, Finding, FixOutcome, Report, RuleRow
 
@@ -48,8 +48,12 @@ def collect(
     found = discover(list(paths), resolver, force_exclude=force_exclude)
     files: List[FileSpec] = [(str(path), path.as_posix(), config.settings_for(path)) for path, config in found.files]
     results = run(files, Mode(), jobs=jobs, cache_dir=cache_dir)
-    errors = list(found.errors) + [(r.display, r.error) for r in results if r.error]
+    # As under `mpslint check`: a path that cannot be read is an MPS001 finding, a file the run could
+    # not finish (interrupted, crashed outside the rules) is an error.
+    errors = [(r.display, r.error) for r in results if r.error]
     diagnostics: Dict[str, List[Diagnostic]] = {r.display: r.diagnostics for r in results if r.error is None}
+    for path, message in found.errors:
+        diagnostics.setdefault(path, []).append(io_error(path, message))
 
     fix_cache = None
     if cache_dir is not None:
@@ -58,7 +62,8 @@ def collect(
         fix_cache = FixCache(cache_dir)
     safe, unsafe = _fix_runs(files, diagnostics, fix_cache)
 
-    report = Report(paths=list(paths), files_checked=sum(1 for r in results if r.error is None), errors=sorted(errors))
+    checked = sum(1 for r in results if r.error is None and not any(d.code == IO_ERROR for d in r.diagnostics))
+    report = Report(paths=list(paths), files_checked=checked, errors=sorted(errors))
     report.max_findings_per_file = max_findings
     report.floors = _floors(files)
     report.fix = _outcome("mpslint --fix", diagnostics, safe)

@@ -1,9 +1,10 @@
 """``mpslint report [PATHS]``: the click command (registered lazily by ``mpslint.cli``).
 
 Exit codes: 0 the report was written; 2 a usage or configuration error (no
-report), or a path that could not be checked (the report is still written and
+report), or a file the run could not finish (the report is still written and
 names it, as ``mpslint check`` exits 2 then too). Findings never make the exit
-code non-zero: a report is a plan, not a gate (``mpslint check`` is the gate).
+code non-zero, a path that cannot be read (MPS001) included: a report is a
+plan, not a gate (``mpslint check`` is the gate).
 """
 
 from __future__ import annotations
