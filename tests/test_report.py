@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from clitools import enter
-from report_cli import run
+from clitools import enter, run
 from mpslint import catalog
 from mpslint.knowledge import mps_kernels
 from mpslint.report import impact

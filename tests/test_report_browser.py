@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from clitools import enter
-from report_cli import run
+from clitools import enter, run
 
 pytestmark = pytest.mark.browser
 

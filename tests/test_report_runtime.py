@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clitools import enter
-from report_cli import run
+from clitools import enter, run
 from mpslint.report import runtime
 
 ROOT = Path(__file__).resolve().parent.parent
