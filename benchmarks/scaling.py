@@ -105,6 +105,8 @@ def measure(text: str, repeat: int = 1) -> float:
         result = check_text(text, "generated.py", settings)
         best = min(best, time.process_time() - start)
     assert result.parsed, result.diagnostics[:1]
+    crashed = [d for d in result.diagnostics if d.code == "MPS900"]
+    assert not crashed, crashed[0].detail
     return best
 
 

@@ -260,3 +260,72 @@ def test_device_of_another_tensor_follows_that_tensor():
     assert kind_at(source, "follows-device") is Kind.DEVICE
     assert kind_at(source, "model") is Kind.DEVICE
     assert kind_at(source, "args") is Kind.DEVICE
+
+
+def test_both_arms_of_an_if_reach_the_code_after_it():
+    source = """
+    import torch
+    def evaluate(model, loader, use_gpu):
+        if use_gpu:
+            device = torch.device("mps")
+        else:
+            device = torch.device("cpu")
+        probe = device  # <- either
+    """
+    assert kind_at(source, "either") is Kind.ACCEL  # not "cpu" just because the else comes last
+
+
+def test_an_arm_that_excludes_the_use_does_not_reach_it():
+    source = """
+    import torch
+    def f(x, flag):
+        x = x.cpu()
+        if flag:
+            x = x.to("mps")
+        else:
+            probe = x  # <- else
+    """
+    assert kind_at(source, "else") is Kind.HOST_TENSOR
+
+
+def test_an_if_without_else_joins_what_came_before():
+    source = """
+    import torch
+    def f(x, flag):
+        x = x.to("mps")
+        if flag:
+            x = x.cpu()
+        probe = x  # <- maybe
+    """
+    assert kind_at(source, "maybe") is Kind.DEVICE
+
+
+def test_a_branch_that_tests_where_data_lives_wins():
+    # Moved to the host exactly when it was on the device: after the `if`, it is on the host either way.
+    source = """
+    import torch
+    def f(x, device):
+        x = x.to(device)
+        if device != "cpu":
+            x = x.cpu()
+        probe = x  # <- host
+    """
+    assert kind_at(source, "host") is Kind.HOST_TENSOR
+
+
+def test_try_and_except_both_reach():
+    source = """
+    import torch
+    try:
+        device = torch.device("mps")
+    except RuntimeError:
+        device = torch.device("cpu")
+    probe = device  # <- either
+    """
+    assert kind_at(source, "either") is Kind.ACCEL
+
+
+def test_a_long_elif_dispatch_resolves_without_deep_recursion():
+    arms = "".join(f"    {'if' if i == 0 else 'elif'} name == 'k{i}':\n        x = x.to('mps')\n" for i in range(2000))
+    source = "import torch\ndef pick(name, x):\n    x = x.cpu()\n" + arms + "    probe = x  # <- after\n"
+    assert kind_at(source, "after") is Kind.DEVICE

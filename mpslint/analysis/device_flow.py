@@ -35,6 +35,7 @@ import enum
 import re
 from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 
+from mpslint.analysis.branches import Branches
 from mpslint.analysis.syntax import dotted_name, keyword, last_name, positional
 from mpslint.analysis.tree import Scope, Tree
 
@@ -67,6 +68,8 @@ HOST_METHODS = frozenset(
     "item tolist numpy size dim ndimension numel nelement element_size is_contiguous get_device data_ptr "
     "stride storage_offset is_floating_point is_complex __len__ __repr__ __str__ __format__".split()
 )
+# Methods of a module that return the module itself.
+MODULE_METHODS = frozenset("eval train to cuda cpu float half double bfloat16 requires_grad_ apply to_empty share_memory".split())
 HOST_BUILTINS = frozenset(
     "float int bool str repr len isinstance issubclass range enumerate print round hash id type format "
     "open hasattr getattr callable".split()
@@ -101,7 +104,7 @@ _CALL, _NAME, _ATTRIBUTE = ast.Call, ast.Name, ast.Attribute
 class Binding:
     """One way a name gets its value in a scope."""
 
-    __slots__ = ("end", "how", "value", "path", "function", "scope")
+    __slots__ = ("end", "how", "value", "path", "function", "scope", "site")
 
     def __init__(self, end: int, how: str, value: Optional[ast.AST] = None, path: Tuple[Union[int, str], ...] = (),
                  function: Optional[ast.AST] = None) -> None:
@@ -111,6 +114,7 @@ class Binding:
         self.path = path  # tuple-unpacking path into value
         self.function = function  # for "param": the function or lambda
         self.scope: Optional[Scope] = None  # set when bound
+        self.site: Optional[ast.AST] = None  # the target (or definition) that binds the name
 
     def __repr__(self) -> str:
         return f"Binding({self.end}, {self.how!r})"
@@ -123,6 +127,8 @@ class DeviceFlow:
         self._bindings: Optional[Dict[Scope, Dict[str, List[Binding]]]] = None
         self._ends: Dict[Tuple[Scope, str], List[int]] = {}  # the bindings' ends, for bisection
         self._graph: Optional[Dict[Scope, Set[str]]] = None
+        # (class, attribute) -> the assignments `self.<attribute> = value` in the class's methods
+        self._attributes: Dict[Tuple[ast.AST, str], List[Tuple[int, ast.AST, ast.AST]]] = {}
         self.placed: Set[str] = set()  # every name placed somewhere in the file
         self.placed_in: Dict[Scope, Dict[str, List[int]]] = {}  # scope -> name -> where it is placed
         self.prepared: Set[str] = set()  # names returned by accelerator.prepare(...)
@@ -265,10 +271,13 @@ class DeviceFlow:
             found = self.bindings.get(scope, {}).get(name)
             if found:
                 if scope is home:
-                    before = bisect.bisect_left(self._ends[(scope, name)], start)
+                    ends = self._ends[(scope, name)]
+                    before = bisect.bisect_left(ends, start)
                     if before:
-                        latest = found[before - 1]
-                        return [latest] + self._carried(found, latest, use, scope, self._ends[(scope, name)])
+                        reaching = self.ctx.analysis(Branches).reaching(found, ends, use, _joins_nothing)
+                        if reaching:
+                            latest = max(reaching, key=lambda b: b.end)
+                            return reaching + [b for b in self._carried(found, latest, use, scope, ends) if b not in reaching]
                 return list(found)
             if scope is tree.module:
                 return []
@@ -285,7 +294,20 @@ class DeviceFlow:
         return result
 
     def is_dtype(self, node: ast.AST) -> bool:
-        return names_a_dtype(self._qualified(node) or dotted_name(node) or "")
+        if names_a_dtype(self._qualified(node) or dotted_name(node) or ""):
+            return True
+        return type(node) is _NAME and self.dtype_value(node) is not None
+
+    def dtype_value(self, node: ast.AST, depth: int = 0) -> Optional[str]:
+        """The dtype a name or attribute chain holds (``torch.float64``), following assignments; None if unknown."""
+        qualified = self._qualified(node)
+        if qualified is not None and names_a_dtype(qualified) and qualified.startswith("torch."):
+            return qualified
+        if type(node) is not _NAME or depth > 4:
+            return None
+        values = [b.value for b in self.visible(node.id, node) if b.how == "assign" and not b.path]  # type: ignore[attr-defined]
+        found = {self.dtype_value(v, depth + 1) for v in values if v is not None}
+        return found.pop() if len(found) == 1 and None not in found else None
 
     def to_target(self, call: ast.Call) -> Optional[ast.AST]:
         """The device (or tensor) argument of ``.to(...)``; None when only a dtype is given."""
@@ -384,6 +406,18 @@ class DeviceFlow:
             self._bind_target(node.target, end(node), "aug", node, ())  # type: ignore[attr-defined]
         for node in of_type(ast.For, ast.AsyncFor):
             self._bind_target(node.target, end(node.target), "for", node.iter, ())  # type: ignore[attr-defined]
+        for node in of_type(ast.Assign):
+            for target in node.targets:  # type: ignore[attr-defined]
+                if type(target) is _ATTRIBUTE and type(target.value) is _NAME and target.value.id == "self":
+                    owner = _class_of(tree, node)
+                    if owner is not None:
+                        method = tree.scope_of(node)
+                        self._attributes.setdefault((owner, target.attr), []).append((end(node), method, node.value))  # type: ignore[attr-defined]
+        for rows in self._attributes.values():
+            rows.sort(key=lambda row: row[0])
+        for node in of_type(ast.comprehension):
+            # `{k: v.item() for k, v in losses.items()}`: the target holds the iterable's elements.
+            self._bind_target(node.target, end(node.target), "for", node.iter, ())  # type: ignore[attr-defined]
         for node in of_type(ast.NamedExpr):
             self._bind_target(node.target, end(node), "assign", node.value, ())  # type: ignore[attr-defined]
         for node in of_type(ast.withitem):
@@ -393,21 +427,22 @@ class DeviceFlow:
             self._bind_params(node)
         for node in of_type(ast.FunctionDef, ast.AsyncFunctionDef):
             self._bind_params(node)
-            self._bind(tree.scope_of(node), node.name, Binding(tree.index(node), "other"))  # type: ignore[attr-defined]
+            self._bind(tree.scope_of(node), node.name, Binding(tree.index(node), "other"), node)  # type: ignore[attr-defined]
         # Bindings in source order of their ends, for bisection in `visible`.
         for scope, names in self.bindings.items():
             for name, found in names.items():
                 found.sort(key=lambda b: b.end)
                 self._ends[(scope, name)] = [b.end for b in found]
 
-    def _bind(self, scope: Scope, name: str, binding: Binding) -> None:
+    def _bind(self, scope: Scope, name: str, binding: Binding, site: Optional[ast.AST] = None) -> None:
         binding.scope = scope
+        binding.site = site
         self._bindings.setdefault(scope, {}).setdefault(name, []).append(binding)
 
     def _bind_target(self, target: ast.AST, end: int, how: str, value, path) -> None:
         cls = type(target)
         if cls is _NAME:
-            self._bind(self.tree.scope_of(target), target.id, Binding(end, how, value, path))  # type: ignore[attr-defined]
+            self._bind(self.tree.scope_of(target), target.id, Binding(end, how, value, path), target)  # type: ignore[attr-defined]
         elif cls is ast.Tuple or cls is ast.List:
             for i, element in enumerate(target.elts):  # type: ignore[attr-defined]
                 if type(element) is ast.Starred:
@@ -450,18 +485,46 @@ class DeviceFlow:
                     if name:
                         self.nn_objects.add(name)
 
-    def _is_module_expression(self, receiver: ast.AST) -> bool:
+    def _is_module_expression(self, receiver: ast.AST, depth: int = 0) -> bool:
         """``Net()`` / ``models.resnet18()`` / a placed name: a module, not a tensor."""
+        if depth > 6:
+            return False  # `x = x.to(device)` in a loop: the name's value is itself
         if type(receiver) is _CALL:
             func = receiver.func  # type: ignore[attr-defined]
             qualified = self._qualified(func) or dotted_name(func) or ""
             if qualified.startswith("torch.") and not qualified.startswith("torch.nn."):
                 return False
             if type(func) is _ATTRIBUTE and func.attr in ("to", "cuda", "float", "half", "eval", "train"):
-                return self._is_module_expression(func.value)
+                return self._is_module_expression(func.value, depth + 1)
+            if self._is_instance(func):
+                return False  # `model(x)`: a module's forward returns tensors
             return builds_module(qualified)
         name = dotted_name(receiver)
-        return name is not None and name in self.placed
+        if name is None:
+            return False
+        if name in self.placed:
+            return True
+        if type(receiver) is _NAME:
+            # `vae = vae.to(device)`: a module if the name held one (`vae = AutoencoderKL.from_pretrained(...)`),
+            # or is a parameter named like one (`def generate(vae, ...)`).
+            bindings = self.visible(name, receiver)
+            held = [b for b in bindings if b.how == "assign" and not b.path and b.value is not None]
+            if held:
+                return all(type(b.value) is _CALL and self._is_module_expression(b.value, depth + 1) for b in held)
+            return bool(bindings) and all(b.how == "param" for b in bindings) and bool(MODULE_LIKE.search(name)) \
+                and "loss" not in name.lower() and "criterion" not in name.lower()
+        return False
+
+    def _is_instance(self, func: ast.AST) -> bool:
+        """A callee that is a value (a placed module, a variable or parameter), not a class or factory function."""
+        name = dotted_name(func)
+        if name is None:
+            return False
+        if name in self.placed:
+            return True
+        if type(func) is not _NAME:
+            return False
+        return any(b.how in ("assign", "param", "for", "aug") for b in self.visible(func.id, func))  # type: ignore[attr-defined]
 
     def _collect_backward(self, call: ast.Call) -> None:
         """The tensor a ``.backward()`` starts from is on the device: a loss lives where the model does."""
@@ -611,7 +674,11 @@ class DeviceFlow:
         if cls is _CALL:
             return self._eval_call(expr)  # type: ignore[arg-type]
         if cls is ast.BinOp:
-            return arithmetic(self.kind(expr.left), self.kind(expr.right))  # type: ignore[attr-defined]
+            left = expr.left  # type: ignore[attr-defined]
+            if type(expr.op) is ast.Mod and (type(left) is ast.JoinedStr or (  # type: ignore[attr-defined]
+                    type(left) is ast.Constant and isinstance(left.value, (str, bytes)))):  # type: ignore[attr-defined]
+                return Kind.HOST  # "%d" % t: a string (formatting it is the sync, not its result)
+            return arithmetic(self.kind(left), self.kind(expr.right))  # type: ignore[attr-defined]
         if cls is ast.Compare:
             if any(type(op) in (ast.Is, ast.IsNot, ast.In, ast.NotIn) for op in expr.ops):  # type: ignore[attr-defined]
                 return Kind.HOST
@@ -670,12 +737,33 @@ class DeviceFlow:
             return Kind.MODULE
         if attr in META_ATTRS:
             return Kind.HOST
-        base = self.kind(expr.value)
+        owner = expr.value
+        if type(owner) is _NAME and owner.id == "self":
+            held = self._attribute_kind(expr)
+            if held is not None:
+                return held
+        base = self.kind(owner)
         if base is Kind.MODULE:
             return Kind.DEVICE if attr in ("weight", "bias") else Kind.MODULE
         if base in (Kind.DEVICE, Kind.HOST_TENSOR, Kind.HOST):
             return base
         return Kind.UNKNOWN
+
+    def _attribute_kind(self, expr: ast.Attribute) -> Optional[Kind]:
+        """``self.x``: what ``self.x = ...`` in this method put there before this use, else what any method of
+        the class puts there (None: the class never assigns it)."""
+        tree = self.tree
+        self.bindings  # the attribute table is collected with the bindings
+        owner = _class_of(tree, expr)
+        rows = self._attributes.get((owner, expr.attr)) if owner is not None else None
+        if not rows:
+            return None
+        method = tree.scope_of(expr)
+        start = tree.index(expr)
+        here = [value for end, where, value in rows if where is method and end < start]
+        if here:
+            return self.kind(here[-1])
+        return join_all(self.kind(value) for _, _, value in rows)
 
     def _eval_call(self, call: ast.Call) -> Kind:
         func = call.func
@@ -751,7 +839,11 @@ class DeviceFlow:
             return Kind.HOST
         base = self.kind(receiver)
         if base is Kind.MODULE:
-            return Kind.DEVICE if method in ("forward", "generate", "__call__") else Kind.MODULE
+            if method in ("forward", "generate", "__call__"):
+                return Kind.DEVICE
+            if method not in MODULE_METHODS and any(self.kind(v) is Kind.DEVICE for v in _arguments(call)):
+                return Kind.DEVICE  # `model.encoder(x)`: a submodule's forward
+            return Kind.MODULE
         if base in (Kind.DEVICE, Kind.HOST_TENSOR, Kind.HOST):
             return base
         arg_kinds = [self.kind(v) for v in _arguments(call)]
@@ -799,6 +891,34 @@ class DeviceFlow:
         if Kind.HOST_TENSOR in kinds and all(k in (Kind.HOST_TENSOR, Kind.HOST) for k in kinds):
             return Kind.HOST_TENSOR
         return Kind.UNKNOWN
+
+
+def _joins_nothing(statement: ast.AST) -> bool:
+    """``if device != "cpu": x = x.cpu()``: a branch that runs exactly when the value would be on the device.
+
+    After an ``if`` that tests where data lives, the branch's assignment wins: joining it with the value before
+    the ``if`` would say "maybe on the device" of a value that never is.
+    """
+    if type(statement) is not ast.If:
+        return False
+    for node in ast.walk(statement.test):  # type: ignore[attr-defined]
+        cls = type(node)
+        if cls is ast.Constant and isinstance(node.value, str) and string_kind(node.value) is not Kind.HOST:  # type: ignore[attr-defined]
+            return True
+        if cls is _ATTRIBUTE and node.attr in ("is_cuda", "is_mps", "is_cpu", "type", "device"):  # type: ignore[attr-defined]
+            return True
+    return False
+
+
+def _class_of(tree: Tree, node: ast.AST) -> Optional[ast.AST]:
+    """The class whose method ``node`` is in (directly: not a function nested in a method)."""
+    return tree.inherited("class", node, _class_step, None)
+
+
+def _class_step(parent: ast.AST, child: ast.AST, above):
+    if type(parent) is ast.ClassDef:
+        return parent if type(child) in (ast.FunctionDef, ast.AsyncFunctionDef) else None
+    return above
 
 
 def enclosing_loops(tree: Tree, node: ast.AST) -> Tuple[ast.AST, ...]:

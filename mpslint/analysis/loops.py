@@ -151,7 +151,8 @@ class HotLoops:
                     return loop, False
             return above
         if cls is ast.If:
-            if above is not None and _in_field(self.tree, child, parent, "body") and self._is_guard(parent.test):  # type: ignore[attr-defined]
+            if above is not None and _in_field(self.tree, child, parent, "body") and (
+                    self._is_guard(parent.test) or _counter_limited(parent)):  # type: ignore[attr-defined]
                 return above[0], True
             return above
         if cls is ast.ExceptHandler or cls is ast.Lambda or cls is ast.ClassDef:
@@ -198,6 +199,10 @@ class HotLoops:
         name = dotted_name(func)
         if name is not None and self.flow.is_placed_name(name, call):
             return "forward"
+        values = positional(call)
+        if any(type(v) is ast.Name and OPTIMIZER.search(v.id) for v in values) and any(  # type: ignore[attr-defined]
+                type(v) is ast.Name and "loss" in v.id.lower() and self.flow.is_device(v) for v in values):  # type: ignore[attr-defined]
+            return "train"  # `loss_scaler(loss, optimizer, ...)`: a helper that steps the optimizer on the loss
         return None
 
     def _local_callee(self, call: ast.Call) -> List[FunctionNode]:
@@ -268,9 +273,11 @@ class HotLoops:
             last = name.rsplit(".", 1)[-1]
             if last == "DataLoader":
                 return True
+            values = positional(iterable)  # type: ignore[arg-type]
             if last in WRAPPERS:
-                return any(self._iterates_loader(value, depth + 1) for value in positional(iterable))  # type: ignore[arg-type]
-            return False
+                return any(self._iterates_loader(value, depth + 1) for value in values)
+            # `metric_logger.log_every(loader, 20, header)`, `progress(loader)`: a wrapper by any other name.
+            return bool(values) and type(values[0]) is not ast.Call and self._iterates_loader(values[0], depth + 1)
         name = dotted_name(iterable)
         if name is None:
             return False
@@ -308,6 +315,19 @@ def _frame_loops_step(parent: ast.AST, child: ast.AST, above: Tuple[ast.AST, ...
     if cls in _FOR or cls is ast.While:
         return (*above, parent)
     return above
+
+
+def _counter_limited(branch: ast.If) -> bool:
+    """``if shown < 5: shown += 1; ...``: the branch runs while a counter it advances stays under a bound."""
+    test = branch.test
+    if type(test) is not ast.Compare or len(test.ops) != 1 or type(test.ops[0]) not in (ast.Lt, ast.LtE, ast.Gt, ast.GtE):
+        return False
+    counters = {side.id for side in (test.left, test.comparators[0]) if type(side) is ast.Name}
+    return any(
+        type(stmt) is ast.AugAssign and type(stmt.target) is ast.Name and stmt.target.id in counters
+        and type(stmt.op) in (ast.Add, ast.Sub)
+        for stmt in branch.body
+    )
 
 
 def _is_modulo(node: ast.AST) -> bool:

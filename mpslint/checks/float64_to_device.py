@@ -24,6 +24,14 @@ NUMPY_FLOAT64 = frozenset(
 )
 
 
+FROM_ARRAY = frozenset(("torch.from_numpy", "torch.tensor", "torch.as_tensor", "torch.asarray"))
+
+
+def _from_a_tensor(node: ast.AST) -> bool:
+    """``x.numpy()``, ``x.detach().cpu().numpy()``: an array whose dtype is a tensor's."""
+    return method_name(node) == "numpy"
+
+
 def _first_argument(call: ast.Call) -> Optional[ast.AST]:
     values = [a.value if type(a) is ast.Starred else a for a in call.args] + [k.value for k in call.keywords]
     return values[0] if values else None
@@ -43,8 +51,12 @@ class Float64ToDevice(Rule):
             self._default_dtype(node)
         elif qualified.startswith("torch.") and keyword(node, "device") is not None:
             dtype = keyword(node, "dtype")
-            if dtype is not None and self._is_float64(dtype) and not self.flow.is_cpu(keyword(node, "device")):  # type: ignore[arg-type]
+            if self.flow.is_cpu(keyword(node, "device")):  # type: ignore[arg-type]
+                return
+            if dtype is not None and self._is_float64(dtype):
                 self._report(node, "creates a float64 tensor on the device", self._dtype_fix(dtype))
+            elif dtype is None and qualified in FROM_ARRAY and self._float64_array_argument(node):
+                self._report(node, "creates a float64 tensor on the device from a float64 numpy array", None)
         elif method == "double" and not node.args and not node.keywords:
             if self.flow.is_device(node.func.value):  # type: ignore[attr-defined]
                 start = attribute_name_start(self.ctx, node.func)  # type: ignore[arg-type]
@@ -53,7 +65,7 @@ class Float64ToDevice(Rule):
         elif method in ("to", "type"):
             self._to(node, method)
         elif method == "cuda" and self._from_numpy_float64(node.func.value):  # type: ignore[attr-defined]
-            self._report(node, "moves a float64 numpy array to the device", self._cast_first(node))
+            self._report(node, "moves float64 data to the device", self._cast_first(node))
 
     def _cast_first(self, node: ast.Call) -> FixSpec:
         dot = attribute_dot(self.ctx, node.func)  # type: ignore[arg-type]
@@ -73,10 +85,19 @@ class Float64ToDevice(Rule):
         if flow.is_device(node.func.value):  # type: ignore[attr-defined]
             return  # already on the device: this .to() is not the transfer
         if self._from_numpy_float64(node.func.value):  # type: ignore[attr-defined]
-            self._report(node, "moves a float64 numpy array to the device", self._cast_first(node))
+            self._report(node, "moves float64 data to the device", self._cast_first(node))
 
     def _is_float64(self, dtype: ast.AST) -> bool:
-        return (self.ctx.qualify(dtype) or "") in FLOAT64_DTYPES
+        return self.flow.dtype_value(dtype) in FLOAT64_DTYPES
+
+    def _float64_array_argument(self, call: ast.Call) -> bool:
+        """The call's data is a numpy array that may be float64 (torch turns Python floats into float32)."""
+        first = _first_argument(call)
+        if first is None:
+            return False
+        if type(first) in (ast.Constant, ast.List, ast.Tuple, ast.ListComp) and self.ctx.qualify(call.func) != "torch.from_numpy":
+            return False  # `torch.tensor([0.5, 1.0])`: the default dtype, float32
+        return self._may_be_float64_array(first)
 
     def _dtype_fix(self, dtype: ast.AST) -> Optional[FixSpec]:
         if type(dtype) is ast.Attribute:
@@ -105,15 +126,18 @@ class Float64ToDevice(Rule):
         if type(expr) is not ast.Call:
             return False
         qualified = self.ctx.qualify(expr.func) or ""  # type: ignore[attr-defined]
-        if qualified == "torch.from_numpy":
-            first = _first_argument(expr)  # type: ignore[arg-type]
-            return first is not None and self._may_be_float64_array(first)
+        if qualified in FROM_ARRAY:
+            # torch.from_numpy keeps the array's dtype; torch.tensor/as_tensor too, unless told a dtype.
+            return keyword(expr, "dtype") is None and self._float64_array_argument(expr)  # type: ignore[arg-type]
         method = method_name(expr) if not qualified else None
         if method is None or method in CASTS:
             return False
-        if method == "to" and (keyword(expr, "dtype") is not None  # type: ignore[arg-type]
-                               or any(self.flow.is_dtype(v) for v in (*expr.args, *(k.value for k in expr.keywords)))):  # type: ignore[attr-defined]
-            return False
+        if method == "to":
+            dtype = keyword(expr, "dtype")  # type: ignore[arg-type]
+            if dtype is None:
+                dtype = next((v for v in positional(expr) if self.flow.is_dtype(v)), None)  # type: ignore[arg-type]
+            if dtype is not None:
+                return self._is_float64(dtype)  # `.to(torch.float64)` makes float64 whatever came in
         if method in PASSTHROUGH:
             return self._from_numpy_float64(expr.func.value, depth + 1)  # type: ignore[attr-defined]
         return False
@@ -133,7 +157,11 @@ class Float64ToDevice(Rule):
             return type(array.value) is float  # type: ignore[attr-defined]
         if cls in (ast.List, ast.Tuple):
             return any(self._may_be_float64_array(e.value if type(e) is ast.Starred else e, depth + 1) for e in array.elts)  # type: ignore[attr-defined]
+        if cls in (ast.ListComp, ast.GeneratorExp):
+            return self._may_be_float64_array(array.elt, depth + 1)  # type: ignore[attr-defined]
         if cls is ast.BinOp:
+            if _from_a_tensor(array.left) or _from_a_tensor(array.right):  # type: ignore[attr-defined]
+                return False  # `x.cpu().numpy() * 0.5`: the array keeps the tensor's dtype
             if type(array.op) is ast.Div:  # type: ignore[attr-defined]
                 return True
             return self._may_be_float64_array(array.left, depth + 1) or self._may_be_float64_array(array.right, depth + 1)  # type: ignore[attr-defined]

@@ -241,13 +241,26 @@ class TensorConditionInHotLoop(_HotLoopRule):
 
     def _data_dependent(self, node: ast.AST) -> None:
         loop = self.loop(node)
-        if loop is None:
-            return
+        if loop is None or _read_on_the_host(self.ctx, node):
+            return  # `x.nonzero().item()`: the read of the result is the one sync (MPS201 reports it)
         self.report(
             node,
             f"`{short(self.ctx, node)}` has a data-dependent shape, so the {loop.kind} waits for the device every "
             "step to learn its size; use a fixed-shape form (`torch.where`, multiplying by the mask) where you can",
         )
+
+
+HOST_READS = frozenset(("item", "tolist", "cpu", "numpy"))
+
+
+def _read_on_the_host(ctx, node: ast.AST) -> bool:
+    """``node``'s value is read on the host right away: ``node.item()``, ``int(node)``, ``node.cpu()``."""
+    parent = ctx.parent(node)
+    if type(parent) is ast.Attribute and parent.attr in HOST_READS:  # type: ignore[attr-defined]
+        return type(ctx.parent(parent)) is ast.Call
+    if type(parent) is ast.Call and type(parent.func) is ast.Name and parent.func.id in ("int", "float", "bool"):  # type: ignore[attr-defined]
+        return node in parent.args  # type: ignore[attr-defined]
+    return False
 
 
 def _is_string(node: ast.AST) -> bool:

@@ -10,11 +10,11 @@ placement is never reported.
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Dict, Optional, Set
 
 from mpslint.analysis.device_flow import DEVICE_EVIDENCE, SIZED_FACTORIES, DeviceFlow, Kind
 from mpslint.analysis.loops import HotLoops
-from mpslint.analysis.syntax import dotted_name, is_number, keyword, last_name, positional
+from mpslint.analysis.syntax import dotted_name, is_number, keyword, last_name, parameters, positional
 from mpslint.checks.base import FixSpec, Rule, replace, short
 
 
@@ -115,19 +115,28 @@ class PlacementMismatch(Rule):
 
     def _mixed(self, maybe_host: ast.AST, other: ast.AST) -> None:
         factory = self._host_factory(maybe_host)
-        if factory is None or not self.flow.is_device(other):
+        if factory is None:
             return
-        self._report_host_tensor(maybe_host, factory, other, f"is combined with device tensor `{short(self.ctx, other)}`")
+        if self.flow.is_device(other):
+            self._report_host_tensor(maybe_host, factory, other, f"is combined with device tensor `{short(self.ctx, other)}`")
+            return
+        source = self.ctx.analysis(ModelInputs).source(other)
+        if source is not None:
+            self._report_host_tensor(maybe_host, factory, other,
+                                     f"is combined with `{short(self.ctx, other)}`, which is on the device whenever the "
+                                     "model is", device=f"{source}.device")
 
     def _expects_error(self, node: ast.AST) -> bool:
         """Inside ``with pytest.raises(...)`` / ``self.assertRaises(...)``: the failure is the point."""
         return self.ctx.tree.inherited("expects-error", node, _expects_error_step, False)
 
-    def _report_host_tensor(self, use: ast.AST, factory: ast.Call, other: Optional[ast.AST], why: str) -> None:
+    def _report_host_tensor(self, use: ast.AST, factory: ast.Call, other: Optional[ast.AST], why: str,
+                            device: Optional[str] = None) -> None:
         if self._expects_error(use):
             return
-        device = None
-        if use is factory and other is not None and dotted_name(other) is not None:
+        if device is not None:
+            pass
+        elif use is factory and other is not None and dotted_name(other) is not None:
             device = f"{dotted_name(other)}.device"
         elif self.flow.device_variable(factory) is not None:
             device = self.flow.device_variable(factory)
@@ -228,6 +237,95 @@ class PlacementMismatch(Rule):
         first, last = tree.index(loop), tree.end(loop)
         in_loop = [b for b in bindings if first <= b.end <= last]
         return all(flow.kind_of_binding(b, name.id) is not Kind.DEVICE for b in in_loop)
+
+
+# Tensor methods and attributes: a parameter used with one of these in a model method is an input tensor.
+TENSOR_USES = frozenset(
+    "size shape view reshape device dtype transpose permute unsqueeze squeeze contiguous flatten expand "
+    "masked_fill softmax matmul bmm sum mean float half type_as new_zeros new_ones".split()
+)
+
+
+class ModelInputs:
+    """Per file: the tensor inputs of the methods of ``nn.Module`` subclasses.
+
+    Whatever device the model is moved to, its forward pass receives its inputs there: a tensor computed
+    from a parameter of a module method is on the device whenever the model is, even in a file that never
+    places the model itself.
+    """
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.tree = ctx.tree
+        self._inputs: Dict[ast.AST, Set[str]] = {}
+        self._module_classes: Dict[ast.AST, bool] = {}
+
+    def source(self, expr: ast.AST, depth: int = 0) -> Optional[str]:
+        """The input parameter ``expr`` is computed from (``inputs`` for ``inputs * 2``), or None."""
+        if depth > 4:
+            return None
+        cls = type(expr)
+        if cls is ast.Name:
+            function = self.tree.scope_of(expr)
+            if expr.id not in self._inputs_of(function):
+                flow = self.ctx.analysis(DeviceFlow)
+                values = [b.value for b in flow.visible(expr.id, expr) if b.how == "assign" and not b.path]
+                found = [self.source(v, depth + 1) for v in values if v is not None]
+                return found[0] if found and all(found) else None
+            bindings = self.ctx.analysis(DeviceFlow).visible(expr.id, expr)
+            return expr.id if bindings and all(b.how == "param" for b in bindings) else None
+        if cls in (ast.Attribute, ast.Subscript):
+            if cls is ast.Attribute and expr.attr in ("shape", "device", "dtype"):
+                return None
+            return self.source(expr.value, depth + 1)
+        if cls is ast.BinOp:
+            return self.source(expr.left, depth + 1) or self.source(expr.right, depth + 1)
+        if cls is ast.UnaryOp:
+            return self.source(expr.operand, depth + 1)
+        if cls is ast.Call and type(expr.func) is ast.Attribute and expr.func.attr not in ("size", "dim", "item", "tolist", "numpy", "cpu"):
+            return self.source(expr.func.value, depth + 1)
+        return None
+
+    def _inputs_of(self, function: ast.AST) -> Set[str]:
+        found = self._inputs.get(function)
+        if found is None:
+            found = self._inputs[function] = self._find_inputs(function)
+        return found
+
+    def _find_inputs(self, function: ast.AST) -> Set[str]:
+        if type(function) not in (ast.FunctionDef, ast.AsyncFunctionDef):
+            return set()
+        owner = self.tree.parent(function)
+        if type(owner) is not ast.ClassDef or not self._is_module_class(owner):
+            return set()
+        names = {p.arg for p in parameters(function)[1:] if _may_hold_a_tensor(p, function)}
+        used = set()
+        for node in ast.walk(function):
+            if type(node) is ast.Attribute and node.attr in TENSOR_USES and type(node.value) is ast.Name:
+                used.add(node.value.id)
+        return names & used
+
+    def _is_module_class(self, owner: ast.ClassDef) -> bool:
+        known = self._module_classes.get(owner)
+        if known is None:
+            known = self._module_classes[owner] = any(
+                (self.ctx.qualify(base) or dotted_name(base) or "").endswith(("nn.Module", "torch.nn.Module"))
+                for base in owner.bases
+            )
+        return known
+
+
+def _may_hold_a_tensor(param: ast.arg, function) -> bool:
+    """Not annotated as a number, string or flag, and without a literal default."""
+    annotation = param.annotation
+    if annotation is not None and (dotted_name(annotation) or "") in ("int", "float", "bool", "str"):
+        return False
+    args = function.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(zip([p.arg for p in positional[len(positional) - len(args.defaults):]], args.defaults))
+    defaults.update({p.arg: d for p, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    default = defaults.get(param.arg)
+    return not (type(default) is ast.Constant and default.value is not None)
 
 
 def _expects_error_step(parent: ast.AST, child: ast.AST, above: bool) -> bool:
