@@ -93,28 +93,96 @@ def test_cuda_method_reuses_a_cuda_device_variable():
     assert "pick_device" not in out
 
 
-def test_cuda_method_hoists_device_when_none_is_in_scope():
+def test_cuda_method_hoists_device_in_a_script():
     src = """
     import torch
+
+    model = torch.nn.Linear(2, 2).cuda()
 
 
     def f(x):
         return x.cuda()
     """
     out = fixed(src, ["MPS101"])
-    assert out == "\nimport torch\n" + HELPER_2_0 + "\n\nDEVICE = pick_device()\n\n\ndef f(x):\n    return x.to(DEVICE)\n"
+    assert out == (
+        "\nimport torch\n" + HELPER_2_0 + "\n\nDEVICE = pick_device()\n\nmodel = torch.nn.Linear(2, 2).to(DEVICE)\n"
+        "\n\ndef f(x):\n    return x.to(DEVICE)\n"
+    )
 
 
-def test_device_variable_that_may_not_prefer_cuda_is_not_reused():
-    # `device` is a parameter: a caller may pass "cpu" on a CUDA machine, where .cuda() went to CUDA.
-    src = """
+def test_a_module_that_places_nothing_on_import_picks_the_device_where_it_is_used():
+    src = '''
     import torch
 
 
-    def f(x, device):
-        return x.cuda()
+    def f(x):
+        """Doc."""
+        y = x.cuda()
+        return y.cuda()
+
+
+    if __name__ == "__main__":
+        m = torch.nn.Linear(2, 2).cuda()
+    '''
+    out = fixed(src, ["MPS101"])
+    assert "DEVICE" not in out
+    assert '    """Doc."""\n    device = pick_device()\n    y = x.to(device)\n    return y.to(device)\n' in out
+    assert 'if __name__ == "__main__":\n    device = pick_device()\n    m = torch.nn.Linear(2, 2).to(device)\n' in out
+
+
+@pytest.mark.parametrize(
+    "signature, body, expected",
+    [
+        # the caller's device: a half-migrated function
+        ("def f(x, device):", "return x.cuda()", "return x.to(device)"),
+        ("def f(x, device: torch.device):", "return x.cuda(non_blocking=True)",
+         'return x.to(device, non_blocking=device.type == "cuda")'),
+        ("def f(x, device):", "return x.cuda(non_blocking=True)",
+         'return x.to(device, non_blocking=torch.device(device).type == "cuda")'),
+        ('def f(x, device="cuda"):', "return x.cuda()", "return x.to(device)"),
+    ],
+)
+def test_the_device_parameter_is_the_device(signature, body, expected):
+    out = fixed(f"import torch\n\n\n{signature}\n    {body}\n", ["MPS101"])
+    assert f"    {expected}\n" in out and "pick_device" not in out
+
+
+@pytest.mark.parametrize("signature", ['def f(x, device="cpu"):', "def f(x, device=None):", "def f(x, cpu_device):"])
+def test_a_parameter_that_may_not_be_the_cuda_device_is_not_used(signature):
+    out = fixed(f"import torch\n\n\n{signature}\n    return x.cuda()\n", ["MPS101"])
+    assert "return x.to(pick_device())" in out or "    device = pick_device()\n    return x.to(device)\n" in out
+
+
+def test_self_device_and_accelerator_device_are_the_device():
+    src = """
+    import torch
+    from accelerate import Accelerator
+
+
+    class Trainer:
+        def __init__(self, model, device):
+            self.model = model.cuda()
+            self.device = device
+
+        def step(self, x):
+            return self.model(x.cuda())
+
+
+    def evaluate(model, batches):
+        accelerator = Accelerator()
+        for x in batches:
+            model(x.cuda())
     """
-    assert "x.to(DEVICE)" in fixed(src, ["MPS101"])
+    out = fixed(src, ["MPS101"])
+    assert "return self.model(x.to(self.device))" in out
+    assert "model(x.to(accelerator.device))" in out
+    # in __init__ before `self.device` is set, the parameter is the device
+    assert "self.model = model.to(device)" in out
+
+
+def test_a_class_that_keeps_the_cpu_is_not_its_device():
+    src = "import torch\n\n\nclass A:\n    def __init__(self):\n        self.device = 'cpu'\n\n    def f(self, x):\n        return x.cuda()\n"
+    assert "self.device)" not in fixed(src, ["MPS101"])
 
 
 def test_device_defined_after_the_use_is_not_reused():
