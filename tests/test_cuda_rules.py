@@ -761,3 +761,25 @@ def test_modules_built_on_cuda_only_libraries_are_cuda_code():
     src = "import torch\nif ok:\n    from megatron.core import mpu\nloss = torch.tensor(0.0, device=torch.cuda.current_device())\nt = torch.cuda.FloatTensor([0.0])\n"
     assert codes(src, ["MPS104", "MPS107"]) == []
     assert codes(src.replace("megatron", "mylib"), ["MPS104", "MPS107"]) == ["MPS104", "MPS107"]
+
+
+# --------------------------------------------------------------------- issue 18: where the device is picked
+
+
+def test_a_device_parameter_default_is_picked_when_the_function_runs():
+    src = '''
+    import torch
+
+
+    class Trainer:
+        def __init__(self, model, device="cuda"):
+            """Doc."""
+            self.device = device
+            self.model = model.cuda()
+    '''
+    out = fixed(src, ["MPS101", "MPS102"])
+    assert (
+        '    def __init__(self, model, device=None):\n        """Doc."""\n        if device is None:\n'
+        "            device = pick_device().type\n        self.device = device\n        self.model = model.to(device)\n"
+    ) in out
+    assert "DEVICE" not in out

@@ -247,10 +247,27 @@ class DevicePicker:
             if param.arg not in CHOSEN_DEVICE_NAMES:
                 continue
             default = defaults.get(param.arg)
-            if default is not None and not prefers_cuda(self.ctx, default, self.helper):
+            if default is not None and not prefers_cuda(self.ctx, default, self.helper) \
+                    and not self._picked_when_none(function, param.arg, default):
                 continue  # `device="cpu"`, `device=None`: without an argument it is not where `.cuda()` went
             return param.arg, self._kind_of_parameter(function, param)
         return None
+
+    def _picked_when_none(self, function, name: str, default: ast.AST) -> bool:
+        """``device=None`` and the body starts ``if device is None: device = pick_device().type`` (MPS102's fix)."""
+        if not (type(default) is ast.Constant and default.value is None):  # type: ignore[attr-defined]
+            return False
+        first = _first_statement(function.body)
+        if type(first) is not ast.If or len(first.body) != 1 or first.orelse:  # type: ignore[attr-defined]
+            return False
+        test, assign = first.test, first.body[0]  # type: ignore[attr-defined]
+        return (
+            type(test) is ast.Compare and type(test.left) is ast.Name and test.left.id == name
+            and len(test.ops) == 1 and type(test.ops[0]) is ast.Is
+            and type(assign) is ast.Assign and len(assign.targets) == 1
+            and type(assign.targets[0]) is ast.Name and assign.targets[0].id == name
+            and prefers_cuda(self.ctx, assign.value, self.helper)
+        )
 
     def _kind_of_parameter(self, function, param: ast.arg) -> str:
         annotation = param.annotation

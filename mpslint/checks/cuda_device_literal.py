@@ -7,8 +7,8 @@ from typing import Callable, Optional, Tuple
 
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
 from mpslint.analysis.syntax import dotted_name, string_value
-from mpslint.checks.base import FixSpec, Rule, replace
-from mpslint.checks.rewriting import cuda, picker
+from mpslint.checks.base import FixSpec, Rule, insert_before, replace
+from mpslint.checks.rewriting import cuda, default_indent, first_statement, indent_of, picker, starts_line
 
 Found = Tuple[ast.AST, Callable[[], Optional[FixSpec]]]
 
@@ -125,7 +125,7 @@ class CudaDeviceLiteral(Rule):
         if type(parent) is ast.arguments:
             param = _parameter_of_default(parent, node)
             if param is not None and _device_name(ast.Name(id=param.arg)):
-                return node, lambda: self._fix_by_picker(node, ".type")
+                return node, lambda: self._fix_default_parameter(node, param.arg, ctx.parent(parent))
         return None
 
     def _fallback(self, node: ast.AST) -> bool:
@@ -163,6 +163,24 @@ class CudaDeviceLiteral(Rule):
             return None
         text = call.text + suffix
         return FixSpec.safe(f"Use `{text}`", replace(node, text), *call.edits)
+
+    def _fix_default_parameter(self, node: ast.AST, param: str, function) -> Optional[FixSpec]:
+        """``device="cuda"`` -> ``device=None``, picked when the function runs (not when it is defined)."""
+        if type(function) not in (ast.FunctionDef, ast.AsyncFunctionDef):
+            return None  # a lambda has no body to pick the device in
+        first = first_statement(function.body)
+        if first is None or not starts_line(self.ctx, first):
+            return None
+        call = picker(self.ctx).picker_call(node)
+        if call is None:
+            return None
+        indent = indent_of(self.ctx, first)
+        step = default_indent(self.ctx)
+        text = f"if {param} is None:\n{indent}{step}{param} = {call.text}.type\n{indent}"
+        return FixSpec.safe(
+            f"Default to `None` and use `{call.text}.type` when the function runs",
+            replace(node, "None"), insert_before(first, text), *call.edits,
+        )
 
     def _fix_default(self, node: ast.AST, call: ast.Call) -> Optional[FixSpec]:
         for item in call.keywords:

@@ -55,6 +55,16 @@ def alone(ctx: Context, statement: ast.AST) -> bool:
     return following is None or following.lineno > statement.end_lineno  # type: ignore[attr-defined]
 
 
+def first_statement(body) -> Optional[ast.stmt]:
+    """The first statement of a function body after its docstring."""
+    for position, stmt in enumerate(body):
+        if position == 0 and type(stmt) is ast.Expr and type(stmt.value) is ast.Constant \
+                and isinstance(stmt.value.value, str):  # type: ignore[attr-defined]
+            continue
+        return stmt
+    return None
+
+
 def starts_line(ctx: Context, statement: ast.AST) -> bool:
     """Nothing but indentation before ``statement`` on its line."""
     return not ctx.tree.line_text(statement.lineno)[: ctx.tree.start(statement)[1]].strip()  # type: ignore[attr-defined]
