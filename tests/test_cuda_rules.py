@@ -348,10 +348,19 @@ def test_cuda_only_choice_fixes():
     assert "a = pick_device()\nb = pick_device().type\nc = pick_device()\n" in out
 
 
-def test_a_user_flag_in_the_choice_keeps_it_unfixed():
-    [diag] = check('import torch\nd = "cuda" if args.cuda and torch.cuda.is_available() else "cpu"\n', ["MPS103"])
-    assert diag.fix is None
-    assert "never MPS" in diag.message
+def test_a_user_flag_in_the_choice_is_kept():
+    src = 'import torch\nd = "cuda" if args.cuda and torch.cuda.is_available() else "cpu"\n'
+    out = fixed(src, ["MPS103"], torch_version="2.6")
+    assert out.endswith('d = pick_device().type if args.cuda and torch.accelerator.is_available() else "cpu"\n')
+    out = fixed('import torch\nd = torch.device("cuda" if opt.cuda else "cpu")\n', ["MPS103"])
+    assert out.endswith('d = pick_device() if opt.cuda else torch.device("cpu")\n')
+
+
+def test_an_unfixed_choice_says_why():
+    [diag] = check('import torch\nd = "cuda:1" if torch.cuda.is_available() else "cpu"\n', ["MPS103"])
+    assert diag.fix is None and diag.message.endswith('; not fixed: "cuda:1" names a particular GPU')
+    [diag] = check('import torch\nd = "cuda" if n_gpu > 0 else "cpu"\n', ["MPS103"])
+    assert diag.fix is None and "not fixed: `n_gpu > 0` decides it" in diag.message
 
 
 @pytest.mark.parametrize(
@@ -422,7 +431,7 @@ def test_aliases_resolve():
 
 
 def test_synchronize_fix_is_guarded_for_machines_without_accelerator():
-    out = fixed("import torch\nfor _ in range(2):\n    torch.cuda.synchronize()\n", ["MPS104"])
+    out = fixed("import torch\nfor _ in range(2):\n    torch.cuda.synchronize()\n", ["MPS104"], torch_version="2.6")
     assert out == (
         "import torch\nfor _ in range(2):\n    if torch.accelerator.is_available():\n        torch.accelerator.synchronize()\n"
     )
@@ -442,7 +451,7 @@ def test_synchronize_inside_an_expression_has_no_fix():
 
 def test_renames_are_version_gated():
     src = "import torch\nn = torch.cuda.device_count()\n"
-    assert fixed(src, ["MPS104"]) == "import torch\nn = torch.accelerator.device_count()\n"
+    assert fixed(src, ["MPS104"], torch_version="2.6") == "import torch\nn = torch.accelerator.device_count()\n"
     assert fixed(src, ["MPS104"], torch_version="2.5") == src
 
 
@@ -474,7 +483,7 @@ def test_memory_statistics_have_no_fix():
 
 def test_unused_torch_cuda_import_is_removed_after_the_fix():
     src = "import torch\nfrom torch import cuda\ncuda.synchronize()\n"
-    assert fixed(src, ["MPS104"]) == (
+    assert fixed(src, ["MPS104"], torch_version="2.6") == (
         "import torch\nif torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n"
     )
 
@@ -530,7 +539,7 @@ def test_amp_fix_keeps_cpu_behaviour_and_user_flags():
     with torch.cuda.amp.autocast(enabled=args.amp, dtype=torch.float16):
         pass
     """
-    out = fixed(src, ["MPS105"])
+    out = fixed(src, ["MPS105"], torch_version="2.8")
     assert 'scaler = torch.amp.GradScaler(device.type, init_scale=1024, enabled=args.amp and device.type != "cpu")' in out
     assert 'with torch.autocast(device_type=device.type, dtype=torch.float16, enabled=args.amp and device.type != "cpu"):' in out
 
@@ -544,7 +553,7 @@ def test_amp_fix_removes_the_imports_it_made_unused():
     with autocast():
         pass
     """
-    out = fixed(src, ["MPS105"])
+    out = fixed(src, ["MPS105"], torch_version="2.8")
     assert "torch.cuda.amp" not in out
     assert "import torch\ndevice" in out
 
@@ -783,3 +792,11 @@ def test_a_device_parameter_default_is_picked_when_the_function_runs():
         "            device = pick_device().type\n        self.device = device\n        self.model = model.to(device)\n"
     ) in out
     assert "DEVICE" not in out
+
+
+def test_without_a_torch_floor_fixes_assume_torch_2_0():
+    # A repository that declares no torch may be older than torch.accelerator (2.6) or MPS autocast (2.5).
+    src = "import torch\ndevice = torch.device('cuda')\ntorch.cuda.synchronize()\nwith torch.cuda.amp.autocast():\n    n = torch.cuda.device_count()\n"
+    out = fixed(src, ["MPS104", "MPS105"])
+    assert "accelerator" not in out and "torch.mps.synchronize()" in out
+    assert "torch.cuda.amp.autocast()" in out and "torch.cuda.device_count()" in out

@@ -344,6 +344,23 @@ class DevicePicker:
         edit = insert_before(first, f"device = {call.text}\n{indent}")
         return DeviceRef("device", (edit, *call.edits), DEVICE_KIND, self.torch or "torch")
 
+    def merged(self, edits) -> Tuple[NodeEdit, ...]:
+        """``edits`` without repeats, and without the bare helper where the helper with ``DEVICE`` is inserted too.
+
+        One fix that needs both ``pick_device()`` and ``DEVICE`` (a guard
+        rewrite: the flag gets the picker, a placement gets ``DEVICE``) must
+        insert the helper once.
+        """
+        unique: List[NodeEdit] = []
+        for edit in edits:
+            if edit not in unique:
+                unique.append(edit)
+        with_device = self._helper_edits(with_device=True)
+        bare = self._helper_edits(with_device=False)
+        if with_device and bare and all(e in unique for e in with_device):
+            unique = [e for e in unique if e not in bare or e in with_device]
+        return tuple(unique)
+
     # --- internals ------------------------------------------------------------
 
     def _index_assignments(self) -> None:

@@ -7,9 +7,10 @@ from typing import Optional, Tuple
 
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
 from mpslint.analysis.syntax import dotted_name, string_value
-from mpslint.checks.base import FixSpec, Rule, replace
+from mpslint.checks.base import FixSpec, Rule, replace, short
 from mpslint.checks.cuda_device_literal import assigns_device
-from mpslint.checks.rewriting import cuda, picker, starts_line
+from mpslint.checks.guard_rewrite import guarded_outcome
+from mpslint.checks.rewriting import cuda, picker, starts_line, torch_name
 
 MESSAGE = "this device choice picks CUDA or the CPU, never MPS; choose CUDA, then MPS, then the CPU"
 
@@ -75,11 +76,37 @@ class CudaOnlyDeviceChoice(Rule):
             and parent.args[0] is node
         ):
             reported = parent
-        self.report(reported, MESSAGE, fix=self._fix(node, reported))
+        fix, reason = self._fix(node, reported)
+        self.report(reported, MESSAGE + (f"; not fixed: {reason}" if fix is None and reason else ""), fix=fix)
 
-    def _fix(self, node: ast.IfExp, reported: ast.AST) -> Optional[FixSpec]:
-        if not _is_availability_call(self.ctx, node.test):
-            return None  # a user flag (`use_cuda`, `args.cuda`) also decides: keep the user's choice
+    def _fix(self, node: ast.IfExp, reported: ast.AST) -> Tuple[Optional[FixSpec], str]:
+        cuda_side, cpu = _cuda_side(node.body), _cpu_side(node.orelse)
+        if cuda_side is None or cpu is None:
+            return None, "the choice is more than CUDA or the CPU"
+        if cuda_side[0] != "cuda":
+            return None, f'"{cuda_side[0]}" names a particular GPU'
+        if _is_availability_call(self.ctx, node.test):
+            fix = self._fix_availability(node, reported)
+            return fix, "" if fix else "torch is not imported at the top of the file, where the device picker would go"
+        guarded = guarded_outcome(self.ctx, node.body)
+        if guarded is not None:
+            # `"cuda" if use_cuda else "cpu"` with use_cuda = torch.cuda.is_available(): the flag changes with it.
+            return guarded.fix, f"the flag is decided by CUDA availability, and {guarded.reason}" if guarded.fix is None else ""
+        if not _user_flag(node.test):
+            return None, f"`{short(self.ctx, node.test)}` decides it, and mpslint cannot tell what it means on a Mac"
+        # A user's own flag (`--cuda`): keep the choice, and let "the GPU" be the Mac's too.
+        call = picker(self.ctx).picker_call(reported)
+        if call is None:
+            return None, "torch is not imported at the top of the file, where the device picker would go"
+        torch = torch_name(self.ctx) or "torch"
+        test, other = self.ctx.text(node.test), self.ctx.text(node.orelse)
+        if reported is not node:
+            text = f"{call.text} if {test} else {torch}.device({other})"
+            return FixSpec.safe(f"Use `{text}`", replace(reported, text), *call.edits), ""
+        body = call.text if cuda_side[1] else f"{call.text}.type"
+        return FixSpec.safe(f"Use `{body}` for the GPU", replace(node.body, body), *call.edits), ""
+
+    def _fix_availability(self, node: ast.IfExp, reported: ast.AST) -> Optional[FixSpec]:
         cuda_side, cpu = _cuda_side(node.body), _cpu_side(node.orelse)
         if cuda_side is None or cuda_side[0] != "cuda" or cpu is None:
             return None
@@ -98,7 +125,15 @@ class CudaOnlyDeviceChoice(Rule):
             return
         if context.in_mps_aware_choice(node):
             return
-        self.report(node.test, MESSAGE, fix=self._fix_statement(node))
+        fix = self._fix_statement(node)
+        reason = ""
+        if fix is None:
+            guarded = guarded_outcome(self.ctx, node.body[0])
+            if guarded is not None:
+                fix, reason = guarded.fix, guarded.reason
+            else:
+                reason = f"`{short(self.ctx, node.test)}` decides it, and mpslint cannot tell what it means on a Mac"
+        self.report(node.test, MESSAGE + (f"; not fixed: {reason}" if fix is None and reason else ""), fix=fix)
 
     def _fix_statement(self, node: ast.If) -> Optional[FixSpec]:
         """``if torch.cuda.is_available(): d = <cuda> / else: d = <cpu>`` -> ``d = pick_device()``."""
@@ -118,6 +153,18 @@ class CudaOnlyDeviceChoice(Rule):
         target = self.ctx.text(first.targets[0])
         text = f"{target} = {call.text}" + ("" if cuda_side[1] else ".type")
         return FixSpec.safe(f"Use `{text}`", replace(node, text), *call.edits)
+
+
+def _user_flag(test: ast.AST) -> bool:
+    """A test made of names and attributes only (``args.cuda``, ``opt.cuda and not args.cpu``): the user's choice."""
+    cls = type(test)
+    if cls is ast.Name or cls is ast.Attribute:
+        return True
+    if cls is ast.BoolOp:
+        return all(_user_flag(v) for v in test.values)  # type: ignore[attr-defined]
+    if cls is ast.UnaryOp and type(test.op) is ast.Not:  # type: ignore[attr-defined]
+        return _user_flag(test.operand)  # type: ignore[attr-defined]
+    return False
 
 
 def _single_assignment(ctx, block) -> Optional[ast.Assign]:

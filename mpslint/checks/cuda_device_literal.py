@@ -8,6 +8,7 @@ from typing import Callable, Optional, Tuple
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.checks.base import FixSpec, Rule, insert_before, replace
+from mpslint.checks.guard_rewrite import guarded_outcome
 from mpslint.checks.rewriting import cuda, default_indent, first_statement, indent_of, picker, starts_line
 
 Found = Tuple[ast.AST, Callable[[], Optional[FixSpec]]]
@@ -89,11 +90,18 @@ class CudaDeviceLiteral(Rule):
         if DEVICE in context.guards(node) or context.in_cuda_named_function(node):
             return
         value = node.value
-        self.report(
-            reported,
-            f'"{value}" places this on CUDA only, so it never runs on MPS; use a device chosen at run time',
-            fix=fix() if value == "cuda" else None,
-        )
+        message = f'"{value}" places this on CUDA only, so it never runs on MPS; use a device chosen at run time'
+        guarded = guarded_outcome(self.ctx, node)
+        if guarded is not None:
+            # Under `if use_cuda:` the placement only moves if the guard does too.
+            found = guarded.fix
+            if found is None:
+                message += f"; not fixed: a CUDA availability test decides whether it runs, and {guarded.reason}"
+        else:
+            found = fix() if value == "cuda" else None
+            if value != "cuda":
+                message += "; not fixed: it names a particular GPU"
+        self.report(reported, message, fix=found)
 
     def _placement(self, node: ast.Constant) -> Optional[Found]:
         """(node to report, fix factory) when the literal places something on a device."""

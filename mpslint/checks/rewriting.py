@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Optional, Tuple
 
 from mpslint.analysis.cuda_context import CudaContext
 from mpslint.analysis.device_picker import DevicePicker, torch_alias
-from mpslint.checks.base import Context
+from mpslint.checks.base import Context, NodeEdit, attribute_name_start, replace_span
 
 _SIMPLE = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
@@ -95,3 +95,24 @@ class _DefaultIndent:
                 if inner.startswith(outer) and len(inner) > len(outer):
                     self.value = inner[len(outer):]
                     return
+
+
+def movable(node: ast.Call) -> bool:
+    """``.cuda()`` with no GPU chosen: ``.to(device)`` says the same."""
+    return not node.args and all(k.arg in ("non_blocking", "memory_format") for k in node.keywords)
+
+
+def to_device(ctx, node: ast.Call, ref) -> Tuple[NodeEdit, str]:
+    """The edit turning ``x.cuda(...)`` into ``x.to(<ref>, ...)``, and the new call's text after the dot."""
+    parts = [ref.text]
+    for item in node.keywords:
+        if item.arg == "non_blocking":
+            # Asynchronous copies between the host and MPS can corrupt data: keep them on CUDA only.
+            code = ctx.text(item.value)
+            parts.append("non_blocking=" + combined(item.value, code, f'{ref.type} == "cuda"'))
+    for item in node.keywords:
+        if item.arg == "memory_format":
+            parts.append("memory_format=" + ctx.text(item.value))
+    new = f"to({', '.join(parts)})"
+    start = attribute_name_start(ctx, node.func)  # type: ignore[arg-type]
+    return replace_span(start, node, new), new

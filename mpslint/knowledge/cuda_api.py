@@ -32,11 +32,12 @@ from typing import Dict, Optional, Tuple
 
 Version = Tuple[int, int]
 
-# Fixes need to know which torch the rewritten code must run on. With no
-# torch-version configured (or inferred), mpslint assumes a current torch, as
-# the version-gated rules of the other families do; the inline device picker
-# stays torch 2.0 compatible regardless (README.md, "Migrating a CUDA script").
-ASSUMED_FLOOR: Version = (2, 13)
+# Fixes need to know which torch the rewritten code must run on. A project
+# that declares no floor may well predate torch.accelerator (2.6) or MPS
+# autocast (2.5): rewriting it for a current torch would break it where it
+# ran. So fixes assume torch 2.0, the oldest the inline device picker supports,
+# and the run summary says so (README.md, "Migrating a CUDA script").
+ASSUMED_FLOOR: Version = (2, 0)
 
 
 def floor_of(torch_version: Optional[Tuple[int, ...]]) -> Version:
@@ -169,3 +170,4 @@ AMP_GRAD_SCALER_MPS: Version = (2, 8)  # GradScaler("mps") unscales without floa
 AMP_AUTOCAST_MPS: Version = (2, 5)  # torch.autocast("mps"): older torch raises for the device type
 AMP_AUTOCAST_MPS_BFLOAT16: Version = (2, 6)
 ACCELERATOR_ONE_LINER: Version = (2, 7)  # current_accelerator(check_available=True)
+ACCELERATOR_IS_AVAILABLE: Version = (2, 6)  # torch.accelerator.is_available()
