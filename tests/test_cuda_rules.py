@@ -800,3 +800,16 @@ def test_without_a_torch_floor_fixes_assume_torch_2_0():
     out = fixed(src, ["MPS104", "MPS105"])
     assert "accelerator" not in out and "torch.mps.synchronize()" in out
     assert "torch.cuda.amp.autocast()" in out and "torch.cuda.device_count()" in out
+
+
+def test_cuda_only_statements_are_guarded_where_they_stand():
+    # issue 18: a half-migrated function kept torch.cuda.ipc_collect() and reset_peak_memory_stats(), which raise without CUDA
+    src = "import torch\n\n\ndef bench():\n    torch.cuda.ipc_collect()\n    torch.cuda.reset_peak_memory_stats()\n    start = torch.cuda.Event(enable_timing=True)\n"
+    out = fixed(src, ["MPS104", "MPS108"])
+    assert out == (
+        "import torch\n\n\ndef bench():\n    if torch.cuda.is_available():\n        torch.cuda.ipc_collect()\n"
+        "    if torch.cuda.is_available():\n        torch.cuda.reset_peak_memory_stats()\n"
+        "    start = torch.cuda.Event(enable_timing=True)\n"
+    )
+    [event] = check(out, ["MPS104"])
+    assert event.fix is None  # a value later code uses: guarding it would leave the name unbound

@@ -6,7 +6,7 @@ import ast
 
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.checks.base import Rule
-from mpslint.checks.rewriting import cuda
+from mpslint.checks.rewriting import cuda, cuda_guarded
 from mpslint.checks.torch_cuda_api import cuda_member
 from mpslint.knowledge import cuda_api
 
@@ -23,9 +23,11 @@ class CudaOnlyFeature(Rule):
         name = ctx.qualify(node.func) or ""
         member = cuda_member(ctx, node.func)
         if member is not None:
-            why = cuda_api.CUDA_ONLY.get(member.split(".", 1)[0])
+            first = member.split(".", 1)[0]
+            why = cuda_api.CUDA_ONLY.get(first)
             if why is not None and context.unguarded(node):
-                self.report(node, f"`torch.cuda.{member}` has no MPS equivalent ({why}); guard it with a CUDA check")
+                fix = cuda_guarded(ctx, node) if first in cuda_api.RAISES_WITHOUT_CUDA else None
+                self.report(node, f"`torch.cuda.{member}` has no MPS equivalent ({why}); guard it with a CUDA check", fix=fix)
             return
         if name in _DATA_PARALLEL and context.unguarded(node):
             self.report(node, "`nn.DataParallel` is CUDA-only: on MPS it does not even move the model; use `model.to(device)`")

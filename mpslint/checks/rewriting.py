@@ -116,3 +116,19 @@ def to_device(ctx, node: ast.Call, ref) -> Tuple[NodeEdit, str]:
     new = f"to({', '.join(parts)})"
     start = attribute_name_start(ctx, node.func)  # type: ignore[arg-type]
     return replace_span(start, node, new), new
+
+
+def cuda_guarded(ctx: Context, call: ast.Call) -> Optional["FixSpec"]:
+    """A CUDA-only call alone on its line -> the same call under ``if torch.cuda.is_available():``.
+
+    Safe: it still runs wherever CUDA is, and it raised everywhere else.
+    """
+    from mpslint.checks.base import FixSpec, replace
+
+    statement = lone_statement(ctx, call)
+    torch = torch_name(ctx)
+    if statement is None or torch is None:
+        return None
+    inner = indent_of(ctx, statement) + default_indent(ctx)
+    text = f"if {torch}.cuda.is_available():\n{inner}{ctx.text(statement)}"
+    return FixSpec.safe("Call it only where CUDA is available", replace(statement, text))

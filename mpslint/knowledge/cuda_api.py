@@ -140,6 +140,14 @@ CUDA_ONLY: Dict[str, str] = {
     "GreenContext": "CUDA-only",
 }
 
+# torch.cuda functions that raise without CUDA (checked on a CPU-only torch 2.13): as a statement of their
+# own they can run under `if torch.cuda.is_available():`, which changes nothing where CUDA is.
+RAISES_WITHOUT_CUDA = frozenset({
+    "reset_peak_memory_stats", "reset_max_memory_allocated", "reset_accumulated_memory_stats", "set_rng_state",
+    "set_per_process_memory_fraction", "ipc_collect", "set_sync_debug_mode", "nvtx", "profiler", "memory_summary",
+    "set_stream", "synchronize", "current_device", "get_rng_state", "mem_get_info",
+})
+
 # MPS107: legacy typed constructors and the dtype each creates.
 LEGACY_TENSOR_TYPES: Dict[str, str] = {
     "FloatTensor": "float32",
