@@ -813,3 +813,28 @@ def test_cuda_only_statements_are_guarded_where_they_stand():
     )
     [event] = check(out, ["MPS104"])
     assert event.fix is None  # a value later code uses: guarding it would leave the name unbound
+
+
+def test_an_autocast_decorator_that_disables_cuda_autocast_disables_mps_too():
+    src = "import torch\n\n\n@torch.cuda.amp.autocast(enabled=False)\ndef f(x):\n    return x\n"
+    [diag] = check(src, ["MPS105"])
+    assert "decorator" in diag.message and "device.type" not in diag.message
+    assert check(src, ["MPS105"], torch_version="2.4")[0].fix is None  # autocast("mps") raises before 2.5
+    out = fixed(src, ["MPS105"], torch_version="2.5")
+    assert '@torch.cuda.amp.autocast(enabled=False)\n@torch.autocast("mps", enabled=False)\ndef f(x):' in out
+    [enabling] = check("import torch\n\n\n@torch.autocast('cuda')\ndef f(x):\n    return x\n", ["MPS105"])
+    assert enabling.fix is None and "x.device.type" in enabling.message
+
+
+@pytest.mark.parametrize(
+    "body, added",
+    [
+        ("    if torch.cuda.is_available():\n        return torch.device('cuda')\n    return torch.device('cpu')\n",
+         '    if torch.backends.mps.is_available():\n        return torch.device("mps")\n'),
+        ("    if torch.cuda.is_available():\n        return 'cuda'\n    else:\n        return 'cpu'\n",
+         '    elif torch.backends.mps.is_available():\n        return "mps"\n'),
+    ],
+)
+def test_a_device_helper_gets_its_mps_branch(body, added):
+    out = fixed("import torch\n\n\ndef dev():\n" + body, ["MPS103"])
+    assert added in out and out.index("cuda") < out.index("mps") < out.rindex("cpu")

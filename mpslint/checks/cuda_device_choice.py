@@ -7,10 +7,10 @@ from typing import Optional, Tuple
 
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
 from mpslint.analysis.syntax import dotted_name, string_value
-from mpslint.checks.base import FixSpec, Rule, replace, short
+from mpslint.checks.base import FixSpec, Rule, insert_line_after, replace, short
 from mpslint.checks.cuda_device_literal import assigns_device
 from mpslint.checks.guard_rewrite import guarded_outcome
-from mpslint.checks.rewriting import cuda, picker, starts_line, torch_name
+from mpslint.checks.rewriting import cuda, default_indent, indent_of, picker, starts_line, torch_name
 
 MESSAGE = "this device choice picks CUDA or the CPU, never MPS; choose CUDA, then MPS, then the CPU"
 
@@ -125,7 +125,7 @@ class CudaOnlyDeviceChoice(Rule):
             return
         if context.in_mps_aware_choice(node):
             return
-        fix = self._fix_statement(node)
+        fix = self._fix_returns(node) or self._fix_statement(node)
         reason = ""
         if fix is None:
             guarded = guarded_outcome(self.ctx, node.body[0])
@@ -134,6 +134,42 @@ class CudaOnlyDeviceChoice(Rule):
             else:
                 reason = f"`{short(self.ctx, node.test)}` decides it, and mpslint cannot tell what it means on a Mac"
         self.report(node.test, MESSAGE + (f"; not fixed: {reason}" if fix is None and reason else ""), fix=fix)
+
+    def _fix_returns(self, node: ast.If) -> Optional[FixSpec]:
+        """A device helper: ``if torch.cuda.is_available(): return <cuda>`` then ``return <cpu>`` gets an MPS branch.
+
+        Safe: CUDA still comes first, and MPS is never available where the CPU was returned before.
+        """
+        if not _is_availability_call(self.ctx, node.test) or len(node.body) != 1 or type(node.body[0]) is not ast.Return:
+            return None
+        cuda_side = _cuda_side(node.body[0].value) if node.body[0].value is not None else None
+        if cuda_side is None or cuda_side[0] != "cuda":
+            return None
+        torch = torch_name(self.ctx)
+        place = self.ctx.tree.block_of(node)
+        if torch is None or place is None or not starts_line(self.ctx, node):
+            return None
+        block, position = place
+        if node.orelse:
+            if len(node.orelse) != 1 or type(node.orelse[0]) is not ast.Return or cuda(self.ctx).is_elif(node.orelse[0]):  # type: ignore[arg-type]
+                return None
+            cpu_return = node.orelse[0]
+        else:
+            following = block[position + 1] if position + 1 < len(block) else None
+            if type(following) is not ast.Return:
+                return None
+            cpu_return = following
+        if cpu_return.value is None or _cpu_side(cpu_return.value) is None:  # type: ignore[attr-defined]
+            return None
+        indent = indent_of(self.ctx, node)
+        step = default_indent(self.ctx)
+        mps = f'{torch}.device("mps")' if cuda_side[1] else '"mps"'
+        if node.orelse:
+            text = f"{indent}elif {torch}.backends.mps.is_available():\n{indent}{step}return {mps}\n"
+            return FixSpec.safe("Return MPS when CUDA is not available but MPS is",
+                                insert_line_after(node.body[-1], text))
+        text = f"{indent}if {torch}.backends.mps.is_available():\n{indent}{step}return {mps}\n"
+        return FixSpec.safe("Return MPS when CUDA is not available but MPS is", insert_line_after(node, text))
 
     def _fix_statement(self, node: ast.If) -> Optional[FixSpec]:
         """``if torch.cuda.is_available(): d = <cuda> / else: d = <cpu>`` -> ``d = pick_device()``."""
