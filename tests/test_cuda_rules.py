@@ -838,3 +838,55 @@ def test_an_autocast_decorator_that_disables_cuda_autocast_disables_mps_too():
 def test_a_device_helper_gets_its_mps_branch(body, added):
     out = fixed("import torch\n\n\ndef dev():\n" + body, ["MPS103"])
     assert added in out and out.index("cuda") < out.index("mps") < out.rindex("cpu")
+
+
+# --------------------------------------------------------------------- issue 14: device choices in other shapes
+
+
+@pytest.mark.parametrize(
+    "src, code, row",
+    [
+        # .is_cuda as the device test picks the CPU on a Mac
+        ("import torch\ndevice = 'cuda' if next(model.parameters()).is_cuda else 'cpu'\n", "MPS103", 2),
+        # index form
+        ("import torch\nd = torch.device('cuda', index=args.gpu) if torch.cuda.is_available() else torch.device('cpu')\n",
+         "MPS103", 2),
+        # device_count() feeding a device choice
+        ("import torch\nd = 'cuda' if torch.cuda.device_count() > 0 else 'cpu'\n", "MPS103", 2),
+        # rank-indexed strings outside distributed-only branches
+        ("import torch\nx = x.to('cuda:{}'.format(local_rank))\n", "MPS102", 2),
+        ("import torch\nx = torch.zeros(1, device=f'cuda:{rank}')\n", "MPS102", 2),
+        # NCCL as a default backend
+        ("import torch\nbackend = 'nccl'\n", "MPS108", 2),
+        ("import torch\nparser.add_argument('--dist-backend', default='nccl', type=str)\n", "MPS108", 2),
+    ],
+)
+def test_device_choices_in_other_shapes(src, code, row):
+    assert rows(src, code) == [row]
+
+
+@pytest.mark.parametrize(
+    "src, code",
+    [
+        # comparisons ask where something is; they place nothing
+        ("import torch\nif x.device != torch.device('cuda'):\n    x = x.to(dev)\n", "MPS102"),
+        ("import torch\nsame = x.device == torch.device('cuda:0')\n", "MPS102"),
+        # one GPU per process, in a distributed-only branch
+        ("import torch\nif args.distributed:\n    x = x.to('cuda:{}'.format(args.local_rank))\n", "MPS102"),
+        ("import torch\nbackend = 'nccl' if torch.cuda.is_available() else 'gloo'\n", "MPS108"),
+    ],
+)
+def test_other_shapes_traps(src, code):
+    assert code not in codes(src, [code])
+
+
+def test_is_cuda_choice_becomes_the_device_it_tests():
+    out = fixed("import torch\ndevice = 'cuda' if next(model.parameters()).is_cuda else 'cpu'\n", ["MPS103"])
+    assert out == "import torch\ndevice = next(model.parameters()).device.type\n"
+    out = fixed("import torch\nd = torch.device('cuda' if x.is_cuda else 'cpu')\n", ["MPS103"])
+    assert out == "import torch\nd = torch.device(x.device.type)\n"
+
+
+def test_device_count_choice_is_fixed_like_is_available():
+    out = fixed("import torch\nd = 'cuda' if torch.cuda.device_count() > 0 else 'cpu'\n", ["MPS103"])
+    assert out.endswith("d = pick_device().type\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Tuple
 
+from mpslint.analysis.availability import Availability
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.checks.base import FixSpec, Rule, insert_line_after, replace, short
@@ -25,12 +26,17 @@ def _device_call(node: ast.AST) -> Optional[ast.AST]:
 
 
 def _cuda_side(node: ast.AST) -> Optional[Tuple[str, bool]]:
-    """("cuda", is a torch.device call) for ``"cuda"`` / ``torch.device("cuda")``."""
+    """("cuda", is a torch.device call) for ``"cuda"`` / ``torch.device("cuda")``; "cuda:N" for an indexed one."""
     if is_cuda_literal(node):
         return string_value(node), False  # type: ignore[return-value]
     inner = _device_call(node)
     if inner is not None and is_cuda_literal(inner):
         return string_value(inner), True  # type: ignore[return-value]
+    if type(node) is ast.Call and (dotted_name(node.func) or "").endswith("device"):  # type: ignore[attr-defined]
+        # torch.device("cuda", index=args.gpu), torch.device("cuda", rank)
+        values = [*node.args, *(k.value for k in node.keywords)]  # type: ignore[attr-defined]
+        if len(values) == 2 and string_value(values[0]) == "cuda":
+            return "cuda:<index>", True
     return None
 
 
@@ -50,8 +56,8 @@ def _ends_on_cpu(node: ast.AST) -> bool:
 
 
 def _is_availability_call(ctx, test: ast.AST) -> bool:
-    return type(test) is ast.Call and ctx.qualify(test.func) == "torch.cuda.is_available" \
-        and not test.args and not test.keywords  # type: ignore[attr-defined]
+    """``torch.cuda.is_available()``, or ``torch.cuda.device_count() > 0``, which says the same."""
+    return ctx.analysis(Availability).is_term(test)
 
 
 class CudaOnlyDeviceChoice(Rule):
@@ -83,8 +89,12 @@ class CudaOnlyDeviceChoice(Rule):
         cuda_side, cpu = _cuda_side(node.body), _cpu_side(node.orelse)
         if cuda_side is None or cpu is None:
             return None, "the choice is more than CUDA or the CPU"
+        if cuda_side[0] == "cuda:<index>":
+            return None, "`torch.device(\"cuda\", index)` names a particular GPU"
         if cuda_side[0] != "cuda":
             return None, f'"{cuda_side[0]}" names a particular GPU'
+        if type(node.test) is ast.Attribute and node.test.attr == "is_cuda":
+            return self._fix_is_cuda(node, reported), ""
         if _is_availability_call(self.ctx, node.test):
             fix = self._fix_availability(node, reported)
             return fix, "" if fix else "torch is not imported at the top of the file, where the device picker would go"
@@ -105,6 +115,15 @@ class CudaOnlyDeviceChoice(Rule):
             return FixSpec.safe(f"Use `{text}`", replace(reported, text), *call.edits), ""
         body = call.text if cuda_side[1] else f"{call.text}.type"
         return FixSpec.safe(f"Use `{body}` for the GPU", replace(node.body, body), *call.edits), ""
+
+    def _fix_is_cuda(self, node: ast.IfExp, reported: ast.AST) -> Optional[FixSpec]:
+        """``"cuda" if x.is_cuda else "cpu"`` -> ``x.device.type``: where x is, MPS included."""
+        where = self.ctx.text(node.test.value)  # type: ignore[attr-defined]
+        text = f"{where}.device.type"
+        if reported is not node or _cuda_side(node.body)[1]:  # type: ignore[index]
+            torch = torch_name(self.ctx) or "torch"
+            text = f"{torch}.device({text})"  # the device type, as "cuda" meant the current CUDA device
+        return FixSpec.safe(f"Use `{text}`", replace(reported, text))
 
     def _fix_availability(self, node: ast.IfExp, reported: ast.AST) -> Optional[FixSpec]:
         cuda_side, cpu = _cuda_side(node.body), _cpu_side(node.orelse)
@@ -195,7 +214,7 @@ def _user_flag(test: ast.AST) -> bool:
     """A test made of names and attributes only (``args.cuda``, ``opt.cuda and not args.cpu``): the user's choice."""
     cls = type(test)
     if cls is ast.Name or cls is ast.Attribute:
-        return True
+        return not (cls is ast.Attribute and test.attr == "is_cuda")  # type: ignore[attr-defined]
     if cls is ast.BoolOp:
         return all(_user_flag(v) for v in test.values)  # type: ignore[attr-defined]
     if cls is ast.UnaryOp and type(test.op) is ast.Not:  # type: ignore[attr-defined]

@@ -79,6 +79,7 @@ class CudaDeviceLiteral(Rule):
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if not is_cuda_literal(node):
+            self._formatted(node)
             return
         found = self._placement(node)
         if found is None:
@@ -103,6 +104,40 @@ class CudaDeviceLiteral(Rule):
                 message += "; not fixed: it names a particular GPU"
         self.report(reported, message, fix=found)
 
+    def _formatted(self, node: ast.AST) -> None:
+        """``"cuda:{}".format(local_rank)``, ``f"cuda:{rank}"`` placing something: one GPU per process."""
+        ctx = self.ctx
+        value = node.value if type(node) is ast.Constant else None  # type: ignore[attr-defined]
+        if not isinstance(value, str) or not value.startswith("cuda:"):
+            return
+        parent = ctx.parent(node)
+        if type(parent) is ast.JoinedStr:
+            if parent.values[0] is not node:  # type: ignore[attr-defined]
+                return
+            expr = parent
+        elif type(parent) is ast.Attribute and parent.attr == "format" and "{" in value:  # type: ignore[attr-defined]
+            expr = ctx.parent(parent)
+            if type(expr) is not ast.Call:
+                return
+        else:
+            return
+        holder = ctx.parent(expr)
+        call = ctx.parent(holder) if type(holder) is ast.keyword else holder
+        if type(call) is not ast.Call:
+            return
+        keyword = holder.arg if type(holder) is ast.keyword else None  # type: ignore[attr-defined]
+        places = (keyword in ("device", "map_location")
+                  or keyword is None and call.args and call.args[0] is expr
+                  and (ctx.qualify(call.func) == "torch.device"
+                       or type(call.func) is ast.Attribute and call.func.attr == "to"))  # type: ignore[attr-defined]
+        if not places or _distributed_only(ctx, call):
+            return
+        context = cuda(ctx)
+        if not context.unguarded(call) or context.in_cuda_named_function(call):
+            return
+        self.report(expr, "a CUDA device per process (indexed by rank) places this on CUDA only, so it never runs on "
+                          "MPS; not fixed: it names a particular GPU (use the accelerator when not distributed)")
+
     def _placement(self, node: ast.Constant) -> Optional[Found]:
         """(node to report, fix factory) when the literal places something on a device."""
         ctx = self.ctx
@@ -116,6 +151,8 @@ class CudaDeviceLiteral(Rule):
             if ctx.qualify(call.func) == "torch.device" and (keyword == "type" or (keyword is None and first)):
                 if device_choice_literal(self, call) or _rank_index(call) or self._fallback(call):
                     return None
+                if type(ctx.parent(call)) is ast.Compare:
+                    return None  # `x.device != torch.device("cuda")` asks where something is; it places nothing
                 return call, lambda: self._fix_torch_device(call)
             if keyword in ("device", "map_location") or (
                 type(call.func) is ast.Attribute and call.func.attr == "to" and keyword is None and first
@@ -206,3 +243,20 @@ def _parameter_of_default(arguments: ast.arguments, default: ast.AST) -> Optiona
         if value is default:
             return param
     return None
+
+
+_DISTRIBUTED = ("distributed", "world_size", "is_initialized", "ddp", "local_rank", "multiprocessing", "rank")
+
+
+def _distributed_only(ctx, node: ast.AST) -> bool:
+    """Under a test about distributed training, or in a function whose name says so: one GPU per process by design."""
+    child = node
+    for parent in ctx.ancestors(node):
+        cls = type(parent)
+        if cls in (ast.If, ast.IfExp) and child is not parent.test:  # type: ignore[attr-defined]
+            if any(word in ctx.text(parent.test).lower() for word in _DISTRIBUTED):  # type: ignore[attr-defined]
+                return True
+        if cls in (ast.FunctionDef, ast.AsyncFunctionDef) and any(w in parent.name.lower() for w in ("dist", "ddp", "worker")):  # type: ignore[attr-defined]
+            return True
+        child = parent
+    return False
