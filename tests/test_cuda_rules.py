@@ -891,3 +891,28 @@ def test_is_cuda_choice_becomes_the_device_it_tests():
 def test_device_count_choice_is_fixed_like_is_available():
     out = fixed("import torch\nd = 'cuda' if torch.cuda.device_count() > 0 else 'cpu'\n", ["MPS103"])
     assert out.endswith("d = pick_device().type\n")
+
+
+# --------------------------------------------------------------------- issue 18: say which torch the fixes assumed
+
+
+@pytest.mark.parametrize(
+    "requirement, note",
+    [
+        (None, "Fixes target torch 2.0 (no torch-version set and no torch requirement found). Set torch-version"),
+        ("torch>=2.4\n", "Fixes target torch 2.4 (torch>=2.4 in requirements.txt)."),
+    ],
+)
+def test_the_run_says_which_torch_the_fixes_target(tmp_path, monkeypatch, requirement, note):
+    from click.testing import CliRunner
+
+    from mpslint.cli import main
+
+    (tmp_path / ".git").mkdir()
+    if requirement:
+        (tmp_path / "requirements.txt").write_text(requirement)
+    (tmp_path / "train.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
+    monkeypatch.chdir(tmp_path)
+    for args in (["--no-cache", "train.py"], ["--diff", "train.py"], ["--fix", "train.py"]):
+        result = CliRunner().invoke(main, args)
+        assert note in result.output, (args, result.output)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from mpslint.diagnostic import Applicability, Diagnostic
 from mpslint.output import fix_applicable
@@ -39,6 +39,37 @@ def summary(remaining: Sequence[Diagnostic], fixed: int, *, unsafe: bool, fixing
     elif hidden:
         lines.append(f"No fixes available ({hidden} more with --fix --unsafe-fixes).")
     return lines
+
+
+def floor_note(floors: Sequence[Tuple[Optional[Tuple[int, int]], str]], assumed: Tuple[int, int]) -> str:
+    """Which torch the fixes were written for, and where that came from: one line.
+
+    ``floors`` holds (floor, origin) for each file fixed or offered a fix; a
+    file without a floor got fixes for ``assumed``.
+    """
+    counts: Counter = Counter(floors)
+    if not counts:
+        return ""
+
+    def one(floor, origin) -> str:
+        if floor is None:
+            return f"torch {floor_text(assumed)} (no torch-version set and no torch requirement found)"
+        return f"torch {floor_text(floor)} ({origin})" if origin else f"torch {floor_text(floor)}"
+
+    if len(counts) == 1:
+        (floor, origin), = counts
+        text = f"Fixes target {one(floor, origin)}."
+    else:
+        parts = [f"{one(floor, origin)} for {plural(n, 'file')}" for (floor, origin), n in
+                 sorted(counts.items(), key=lambda item: (item[0][0] or (0, 0), item[0][1]))]
+        text = "Fixes target " + "; ".join(parts) + "."
+    if any(floor is None for floor, _ in counts):
+        text += " Set torch-version (or require torch>=X.Y) to allow rewrites for a newer torch."
+    return text
+
+
+def floor_text(version: Tuple[int, int]) -> str:
+    return f"{version[0]}.{version[1]}"
 
 
 def statistics_rows(diagnostics: Sequence[Diagnostic], unsafe: bool) -> List[Tuple[int, str, str, str, int]]:
