@@ -30,6 +30,7 @@ module's own statements, so no LibCST node is needed to place them.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
@@ -334,7 +335,7 @@ class DevicePicker:
                 return None
             body = main.body
             bound = set(self.scopes.get(self.module, {}))
-        first = _first_statement(body)
+        first = self.ctx.analysis(_ImportTimePlacement).first_placing(self.tree, body) or _first_statement(body)
         call = self.picker_call(node)
         if call is None:
             return None
@@ -681,6 +682,7 @@ class _ImportTimePlacement:
 
     def __init__(self, ctx) -> None:
         self.places = False
+        self.markers: List[int] = []  # where CUDA placement code is, in source order
         tree = ctx.tree
         for node in tree.nodes:
             cls = type(node)
@@ -690,9 +692,18 @@ class _ImportTimePlacement:
                 hit = isinstance(node.value, str) and node.value.startswith("cuda")  # type: ignore[attr-defined]
             else:
                 continue
-            if hit and tree.inherited("import-time", node, _import_time_step, True):
-                self.places = True
-                return
+            if hit:
+                self.markers.append(tree.index(node))
+                if not self.places and tree.inherited("import-time", node, _import_time_step, True):
+                    self.places = True
+
+    def first_placing(self, tree, body: List[ast.stmt]) -> Optional[ast.stmt]:
+        """The first statement of ``body`` with CUDA placement code in it: where a local device is picked."""
+        for stmt in body:
+            position = bisect.bisect_left(self.markers, tree.index(stmt))
+            if position < len(self.markers) and self.markers[position] <= tree.end(stmt):
+                return stmt
+        return None
 
 
 def _import_time_step(parent: ast.AST, child: ast.AST, above: bool) -> bool:
