@@ -27,7 +27,6 @@ from typing import Dict, List, Optional, Tuple
 
 from mpslint.analysis.availability import Availability, Source
 from mpslint.analysis.cuda_context import is_cuda_literal
-from mpslint.analysis.device_picker import HOISTED
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.checks.base import Context, FixSpec, NodeEdit, replace, short
 from mpslint.checks.rewriting import movable, picker, to_device, torch_name
@@ -283,9 +282,11 @@ class _Builder:
                 text = f"{torch}.accelerator.is_available()"
                 extra: Tuple[NodeEdit, ...] = ()
             else:
-                # A device variable that prefers CUDA (or the hoisted DEVICE) says it; a parameter would not.
-                ref = picker(ctx).device_ref(term)
-                if ref is not None and (ref.text == HOISTED or picker(ctx).variable_in_scope(term) is not None):
+                # The device the fix picks says it (a variable that prefers CUDA, DEVICE, a local device);
+                # the caller's device (a parameter) would not: it may be the CPU on a CUDA machine.
+                devices = picker(ctx)
+                ref = devices.device_ref(term)
+                if ref is not None and (devices.variable_in_scope(term) is not None or devices.chosen_device(term) is None):
                     text, extra = f'{ref.type} != "cpu"', ref.edits
                 else:
                     call = picker(ctx).picker_call(term)
