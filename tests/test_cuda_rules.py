@@ -916,3 +916,17 @@ def test_the_run_says_which_torch_the_fixes_target(tmp_path, monkeypatch, requir
     for args in (["--no-cache", "train.py"], ["--diff", "train.py"], ["--fix", "train.py"]):
         result = CliRunner().invoke(main, args)
         assert note in result.output, (args, result.output)
+
+
+def test_unfixed_cuda_calls_say_why():
+    [diag] = check("import torch\nx = torch.ones(1).cuda(args.gpu)\n", ["MPS101"])
+    assert diag.fix is None and diag.message.endswith("; not fixed: it chooses a particular GPU")
+    [diag] = check("def f(x):\n    import torch\n    return x.cuda()\n", ["MPS101"])
+    assert diag.message.endswith("; not fixed: torch is not imported at the top of the file, where the device picker would go")
+
+
+def test_the_first_gpu_is_the_gpu_unless_the_code_changes_the_current_one():
+    out = fixed("import torch\nd = torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')\n", ["MPS103"])
+    assert out.endswith("d = pick_device()\n")
+    src = "import torch\ntorch.cuda.set_device(1)\nd = torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')\n"
+    assert check(src, ["MPS103"])[0].fix is None

@@ -91,6 +91,8 @@ class CudaOnlyDeviceChoice(Rule):
             return None, "the choice is more than CUDA or the CPU"
         if cuda_side[0] == "cuda:<index>":
             return None, "`torch.device(\"cuda\", index)` names a particular GPU"
+        if cuda_side[0] == "cuda:0" and "set_device" not in self.ctx.source:
+            cuda_side = ("cuda", cuda_side[1])  # the first GPU is the current one unless the code changes it
         if cuda_side[0] != "cuda":
             return None, f'"{cuda_side[0]}" names a particular GPU'
         if type(node.test) is ast.Attribute and node.test.attr == "is_cuda":
@@ -127,6 +129,8 @@ class CudaOnlyDeviceChoice(Rule):
 
     def _fix_availability(self, node: ast.IfExp, reported: ast.AST) -> Optional[FixSpec]:
         cuda_side, cpu = _cuda_side(node.body), _cpu_side(node.orelse)
+        if cuda_side is not None and cuda_side[0] == "cuda:0" and "set_device" not in self.ctx.source:
+            cuda_side = ("cuda", cuda_side[1])
         if cuda_side is None or cuda_side[0] != "cuda" or cpu is None:
             return None
         call = picker(self.ctx).picker_call(reported)

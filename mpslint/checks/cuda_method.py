@@ -33,6 +33,10 @@ class CudaMethod(Rule):
         guarded = guarded_outcome(self.ctx, node)
         if guarded is None:
             fix = self._fix(node)
+            if fix is None:
+                message += "; not fixed: " + (
+                    "it chooses a particular GPU" if not movable(node)
+                    else "torch is not imported at the top of the file, where the device picker would go")
         else:
             # Under `if use_cuda:` (use_cuda = torch.cuda.is_available()) `.to(device)` alone would still never run on a Mac.
             fix = guarded.fix
