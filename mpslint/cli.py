@@ -255,6 +255,9 @@ def _check(
             click.echo(header(d, Options()), err=True)
         if not quiet:
             click.echo(f"Would fix {_plural(would)}." if would else "No fixes would be applied.", err=True)
+            floors = _fix_floors(results, resolver, True)
+            if floors and would:
+                click.echo(floors, err=True)
         changed = any(r.diff for r in results)
         return 2 if failed else (1 if changed or io_errors else 0)
 
@@ -278,6 +281,9 @@ def _check(
         lines = summary(remaining, fixed_total, unsafe=unsafe_fixes, fixing=mode.fix)
         if not (remaining or fixed_total) and (failures or nothing_checked):
             lines = []  # "All checks passed!" only when every path asked for was checked
+        floors = _fix_floors(results, resolver, mode.fix)
+        if floors and lines:
+            lines.append(floors)
         if lines:
             notes.append("\n".join(lines) + "\n")
     if machine:
@@ -299,6 +305,29 @@ def _check(
     if exit_non_zero_on_fix and fixed_total:
         return 1
     return 0
+
+
+def _fix_floors(results, resolver, fixing: bool) -> str:
+    """The torch the fixes of this run were written for (files fixed, or offered a fix), and where it came from."""
+    from mpslint.knowledge.cuda_api import ASSUMED_FLOOR
+    from mpslint.output.summary import floor_note
+
+    floors = []
+    for r in results:
+        # The CUDA family's fixes (MPS1xx) depend on the torch they are written for: the device picker, torch.accelerator, AMP.
+        if fixing:
+            relevant = any(code.startswith("MPS1") for code in r.fixed)
+        else:
+            relevant = any(d.fix is not None and d.code.startswith("MPS1") for d in r.diagnostics)
+        if not relevant:
+            continue
+        try:
+            config = resolver.for_path(Path(r.display)) if r.display != "-" else resolver.for_directory(resolver.cwd)
+        except Exception:  # noqa: BLE001 - a note must never fail the run
+            continue
+        settings = config.settings
+        floors.append((settings.torch_version, settings.torch_version_origin))
+    return floor_note(floors, ASSUMED_FLOOR)
 
 
 def _plural(n: int) -> str:

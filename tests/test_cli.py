@@ -392,7 +392,7 @@ def test_statistics(project):
     ]
     assert "Found 4 findings." in lines
     as_json = json.loads(run("--statistics", "--output-format", "json", "a.py").stdout)
-    assert as_json[0] == {"code": "MPS990", "name": "test-cuda-call", "count": 2, "fixable": True}
+    assert as_json[0] == {"code": "MPS990", "name": "test-cuda-call", "count": 2, "fixable": True, "fixable_count": 2}
 
 
 def test_quiet_prints_findings_only(project):

@@ -93,28 +93,96 @@ def test_cuda_method_reuses_a_cuda_device_variable():
     assert "pick_device" not in out
 
 
-def test_cuda_method_hoists_device_when_none_is_in_scope():
+def test_cuda_method_hoists_device_in_a_script():
     src = """
     import torch
+
+    model = torch.nn.Linear(2, 2).cuda()
 
 
     def f(x):
         return x.cuda()
     """
     out = fixed(src, ["MPS101"])
-    assert out == "\nimport torch\n" + HELPER_2_0 + "\n\nDEVICE = pick_device()\n\n\ndef f(x):\n    return x.to(DEVICE)\n"
+    assert out == (
+        "\nimport torch\n" + HELPER_2_0 + "\n\nDEVICE = pick_device()\n\nmodel = torch.nn.Linear(2, 2).to(DEVICE)\n"
+        "\n\ndef f(x):\n    return x.to(DEVICE)\n"
+    )
 
 
-def test_device_variable_that_may_not_prefer_cuda_is_not_reused():
-    # `device` is a parameter: a caller may pass "cpu" on a CUDA machine, where .cuda() went to CUDA.
-    src = """
+def test_a_module_that_places_nothing_on_import_picks_the_device_where_it_is_used():
+    src = '''
     import torch
 
 
-    def f(x, device):
-        return x.cuda()
+    def f(x):
+        """Doc."""
+        y = x.cuda()
+        return y.cuda()
+
+
+    if __name__ == "__main__":
+        m = torch.nn.Linear(2, 2).cuda()
+    '''
+    out = fixed(src, ["MPS101"])
+    assert "DEVICE" not in out
+    assert '    """Doc."""\n    device = pick_device()\n    y = x.to(device)\n    return y.to(device)\n' in out
+    assert 'if __name__ == "__main__":\n    device = pick_device()\n    m = torch.nn.Linear(2, 2).to(device)\n' in out
+
+
+@pytest.mark.parametrize(
+    "signature, body, expected",
+    [
+        # the caller's device: a half-migrated function
+        ("def f(x, device):", "return x.cuda()", "return x.to(device)"),
+        ("def f(x, device: torch.device):", "return x.cuda(non_blocking=True)",
+         'return x.to(device, non_blocking=device.type == "cuda")'),
+        ("def f(x, device):", "return x.cuda(non_blocking=True)",
+         'return x.to(device, non_blocking=torch.device(device).type == "cuda")'),
+        ('def f(x, device="cuda"):', "return x.cuda()", "return x.to(device)"),
+    ],
+)
+def test_the_device_parameter_is_the_device(signature, body, expected):
+    out = fixed(f"import torch\n\n\n{signature}\n    {body}\n", ["MPS101"])
+    assert f"    {expected}\n" in out and "pick_device" not in out
+
+
+@pytest.mark.parametrize("signature", ['def f(x, device="cpu"):', "def f(x, device=None):", "def f(x, cpu_device):"])
+def test_a_parameter_that_may_not_be_the_cuda_device_is_not_used(signature):
+    out = fixed(f"import torch\n\n\n{signature}\n    return x.cuda()\n", ["MPS101"])
+    assert "return x.to(pick_device())" in out or "    device = pick_device()\n    return x.to(device)\n" in out
+
+
+def test_self_device_and_accelerator_device_are_the_device():
+    src = """
+    import torch
+    from accelerate import Accelerator
+
+
+    class Trainer:
+        def __init__(self, model, device):
+            self.model = model.cuda()
+            self.device = device
+
+        def step(self, x):
+            return self.model(x.cuda())
+
+
+    def evaluate(model, batches):
+        accelerator = Accelerator()
+        for x in batches:
+            model(x.cuda())
     """
-    assert "x.to(DEVICE)" in fixed(src, ["MPS101"])
+    out = fixed(src, ["MPS101"])
+    assert "return self.model(x.to(self.device))" in out
+    assert "model(x.to(accelerator.device))" in out
+    # in __init__ before `self.device` is set, the parameter is the device
+    assert "self.model = model.to(device)" in out
+
+
+def test_a_class_that_keeps_the_cpu_is_not_its_device():
+    src = "import torch\n\n\nclass A:\n    def __init__(self):\n        self.device = 'cpu'\n\n    def f(self, x):\n        return x.cuda()\n"
+    assert "self.device)" not in fixed(src, ["MPS101"])
 
 
 def test_device_defined_after_the_use_is_not_reused():
@@ -280,10 +348,19 @@ def test_cuda_only_choice_fixes():
     assert "a = pick_device()\nb = pick_device().type\nc = pick_device()\n" in out
 
 
-def test_a_user_flag_in_the_choice_keeps_it_unfixed():
-    [diag] = check('import torch\nd = "cuda" if args.cuda and torch.cuda.is_available() else "cpu"\n', ["MPS103"])
-    assert diag.fix is None
-    assert "never MPS" in diag.message
+def test_a_user_flag_in_the_choice_is_kept():
+    src = 'import torch\nd = "cuda" if args.cuda and torch.cuda.is_available() else "cpu"\n'
+    out = fixed(src, ["MPS103"], torch_version="2.6")
+    assert out.endswith('d = pick_device().type if args.cuda and torch.accelerator.is_available() else "cpu"\n')
+    out = fixed('import torch\nd = torch.device("cuda" if opt.cuda else "cpu")\n', ["MPS103"])
+    assert out.endswith('d = pick_device() if opt.cuda else torch.device("cpu")\n')
+
+
+def test_an_unfixed_choice_says_why():
+    [diag] = check('import torch\nd = "cuda:1" if torch.cuda.is_available() else "cpu"\n', ["MPS103"])
+    assert diag.fix is None and diag.message.endswith('; not fixed: "cuda:1" names a particular GPU')
+    [diag] = check('import torch\nd = "cuda" if n_gpu > 0 else "cpu"\n', ["MPS103"])
+    assert diag.fix is None and "not fixed: `n_gpu > 0` decides it" in diag.message
 
 
 @pytest.mark.parametrize(
@@ -354,7 +431,7 @@ def test_aliases_resolve():
 
 
 def test_synchronize_fix_is_guarded_for_machines_without_accelerator():
-    out = fixed("import torch\nfor _ in range(2):\n    torch.cuda.synchronize()\n", ["MPS104"])
+    out = fixed("import torch\nfor _ in range(2):\n    torch.cuda.synchronize()\n", ["MPS104"], torch_version="2.6")
     assert out == (
         "import torch\nfor _ in range(2):\n    if torch.accelerator.is_available():\n        torch.accelerator.synchronize()\n"
     )
@@ -374,7 +451,7 @@ def test_synchronize_inside_an_expression_has_no_fix():
 
 def test_renames_are_version_gated():
     src = "import torch\nn = torch.cuda.device_count()\n"
-    assert fixed(src, ["MPS104"]) == "import torch\nn = torch.accelerator.device_count()\n"
+    assert fixed(src, ["MPS104"], torch_version="2.6") == "import torch\nn = torch.accelerator.device_count()\n"
     assert fixed(src, ["MPS104"], torch_version="2.5") == src
 
 
@@ -406,7 +483,7 @@ def test_memory_statistics_have_no_fix():
 
 def test_unused_torch_cuda_import_is_removed_after_the_fix():
     src = "import torch\nfrom torch import cuda\ncuda.synchronize()\n"
-    assert fixed(src, ["MPS104"]) == (
+    assert fixed(src, ["MPS104"], torch_version="2.6") == (
         "import torch\nif torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n"
     )
 
@@ -462,7 +539,7 @@ def test_amp_fix_keeps_cpu_behaviour_and_user_flags():
     with torch.cuda.amp.autocast(enabled=args.amp, dtype=torch.float16):
         pass
     """
-    out = fixed(src, ["MPS105"])
+    out = fixed(src, ["MPS105"], torch_version="2.8")
     assert 'scaler = torch.amp.GradScaler(device.type, init_scale=1024, enabled=args.amp and device.type != "cpu")' in out
     assert 'with torch.autocast(device_type=device.type, dtype=torch.float16, enabled=args.amp and device.type != "cpu"):' in out
 
@@ -476,7 +553,7 @@ def test_amp_fix_removes_the_imports_it_made_unused():
     with autocast():
         pass
     """
-    out = fixed(src, ["MPS105"])
+    out = fixed(src, ["MPS105"], torch_version="2.8")
     assert "torch.cuda.amp" not in out
     assert "import torch\ndevice" in out
 
@@ -522,13 +599,14 @@ def test_cudnn_settings():
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.deterministic = True
     torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.deterministic = False
     if torch.cuda.is_available():
-        torch.backends.cudnn.benchmark = True
-    print(torch.backends.cudnn.benchmark)
+        torch.backends.cudnn.deterministic = True
+    print(torch.backends.cudnn.deterministic)
     """
-    assert rows(src, "MPS106") == [3, 4, 5]
-    messages = [d.message for d in check(src, ["MPS106"])]
-    assert "use_deterministic_algorithms" in messages[1]
+    # issue 18: benchmark and allow_tf32 change nothing on MPS: they are not findings
+    assert rows(src, "MPS106") == [4]
+    assert "use_deterministic_algorithms" in check(src, ["MPS106"])[0].message
 
 
 def test_legacy_tensor_types():
@@ -693,3 +771,162 @@ def test_modules_built_on_cuda_only_libraries_are_cuda_code():
     src = "import torch\nif ok:\n    from megatron.core import mpu\nloss = torch.tensor(0.0, device=torch.cuda.current_device())\nt = torch.cuda.FloatTensor([0.0])\n"
     assert codes(src, ["MPS104", "MPS107"]) == []
     assert codes(src.replace("megatron", "mylib"), ["MPS104", "MPS107"]) == ["MPS104", "MPS107"]
+
+
+# --------------------------------------------------------------------- issue 18: where the device is picked
+
+
+def test_a_device_parameter_default_is_picked_when_the_function_runs():
+    src = '''
+    import torch
+
+
+    class Trainer:
+        def __init__(self, model, device="cuda"):
+            """Doc."""
+            self.device = device
+            self.model = model.cuda()
+    '''
+    out = fixed(src, ["MPS101", "MPS102"])
+    assert (
+        '    def __init__(self, model, device=None):\n        """Doc."""\n        if device is None:\n'
+        "            device = pick_device().type\n        self.device = device\n        self.model = model.to(device)\n"
+    ) in out
+    assert "DEVICE" not in out
+
+
+def test_without_a_torch_floor_fixes_assume_torch_2_0():
+    # A repository that declares no torch may be older than torch.accelerator (2.6) or MPS autocast (2.5).
+    src = "import torch\ndevice = torch.device('cuda')\ntorch.cuda.synchronize()\nwith torch.cuda.amp.autocast():\n    n = torch.cuda.device_count()\n"
+    out = fixed(src, ["MPS104", "MPS105"])
+    assert "accelerator" not in out and "torch.mps.synchronize()" in out
+    assert "torch.cuda.amp.autocast()" in out and "torch.cuda.device_count()" in out
+
+
+def test_cuda_only_statements_are_guarded_where_they_stand():
+    # issue 18: a half-migrated function kept torch.cuda.ipc_collect() and reset_peak_memory_stats(), which raise without CUDA
+    src = "import torch\n\n\ndef bench():\n    torch.cuda.ipc_collect()\n    torch.cuda.reset_peak_memory_stats()\n    start = torch.cuda.Event(enable_timing=True)\n"
+    out = fixed(src, ["MPS104", "MPS108"])
+    assert out == (
+        "import torch\n\n\ndef bench():\n    if torch.cuda.is_available():\n        torch.cuda.ipc_collect()\n"
+        "    if torch.cuda.is_available():\n        torch.cuda.reset_peak_memory_stats()\n"
+        "    start = torch.cuda.Event(enable_timing=True)\n"
+    )
+    [event] = check(out, ["MPS104"])
+    assert event.fix is None  # a value later code uses: guarding it would leave the name unbound
+
+
+def test_an_autocast_decorator_that_disables_cuda_autocast_disables_mps_too():
+    src = "import torch\n\n\n@torch.cuda.amp.autocast(enabled=False)\ndef f(x):\n    return x\n"
+    [diag] = check(src, ["MPS105"])
+    assert "decorator" in diag.message and "device.type" not in diag.message
+    assert check(src, ["MPS105"], torch_version="2.4")[0].fix is None  # autocast("mps") raises before 2.5
+    out = fixed(src, ["MPS105"], torch_version="2.5")
+    assert '@torch.cuda.amp.autocast(enabled=False)\n@torch.autocast("mps", enabled=False)\ndef f(x):' in out
+    [enabling] = check("import torch\n\n\n@torch.autocast('cuda')\ndef f(x):\n    return x\n", ["MPS105"])
+    assert enabling.fix is None and "x.device.type" in enabling.message
+
+
+@pytest.mark.parametrize(
+    "body, added",
+    [
+        ("    if torch.cuda.is_available():\n        return torch.device('cuda')\n    return torch.device('cpu')\n",
+         '    if torch.backends.mps.is_available():\n        return torch.device("mps")\n'),
+        ("    if torch.cuda.is_available():\n        return 'cuda'\n    else:\n        return 'cpu'\n",
+         '    elif torch.backends.mps.is_available():\n        return "mps"\n'),
+    ],
+)
+def test_a_device_helper_gets_its_mps_branch(body, added):
+    out = fixed("import torch\n\n\ndef dev():\n" + body, ["MPS103"])
+    assert added in out and out.index("cuda") < out.index("mps") < out.rindex("cpu")
+
+
+# --------------------------------------------------------------------- issue 14: device choices in other shapes
+
+
+@pytest.mark.parametrize(
+    "src, code, row",
+    [
+        # .is_cuda as the device test picks the CPU on a Mac
+        ("import torch\ndevice = 'cuda' if next(model.parameters()).is_cuda else 'cpu'\n", "MPS103", 2),
+        # index form
+        ("import torch\nd = torch.device('cuda', index=args.gpu) if torch.cuda.is_available() else torch.device('cpu')\n",
+         "MPS103", 2),
+        # device_count() feeding a device choice
+        ("import torch\nd = 'cuda' if torch.cuda.device_count() > 0 else 'cpu'\n", "MPS103", 2),
+        # rank-indexed strings outside distributed-only branches
+        ("import torch\nx = x.to('cuda:{}'.format(local_rank))\n", "MPS102", 2),
+        ("import torch\nx = torch.zeros(1, device=f'cuda:{rank}')\n", "MPS102", 2),
+        # NCCL as a default backend
+        ("import torch\nbackend = 'nccl'\n", "MPS108", 2),
+        ("import torch\nparser.add_argument('--dist-backend', default='nccl', type=str)\n", "MPS108", 2),
+    ],
+)
+def test_device_choices_in_other_shapes(src, code, row):
+    assert rows(src, code) == [row]
+
+
+@pytest.mark.parametrize(
+    "src, code",
+    [
+        # comparisons ask where something is; they place nothing
+        ("import torch\nif x.device != torch.device('cuda'):\n    x = x.to(dev)\n", "MPS102"),
+        ("import torch\nsame = x.device == torch.device('cuda:0')\n", "MPS102"),
+        # one GPU per process, in a distributed-only branch
+        ("import torch\nif args.distributed:\n    x = x.to('cuda:{}'.format(args.local_rank))\n", "MPS102"),
+        ("import torch\nbackend = 'nccl' if torch.cuda.is_available() else 'gloo'\n", "MPS108"),
+    ],
+)
+def test_other_shapes_traps(src, code):
+    assert code not in codes(src, [code])
+
+
+def test_is_cuda_choice_becomes_the_device_it_tests():
+    out = fixed("import torch\ndevice = 'cuda' if next(model.parameters()).is_cuda else 'cpu'\n", ["MPS103"])
+    assert out == "import torch\ndevice = next(model.parameters()).device.type\n"
+    out = fixed("import torch\nd = torch.device('cuda' if x.is_cuda else 'cpu')\n", ["MPS103"])
+    assert out == "import torch\nd = torch.device(x.device.type)\n"
+
+
+def test_device_count_choice_is_fixed_like_is_available():
+    out = fixed("import torch\nd = 'cuda' if torch.cuda.device_count() > 0 else 'cpu'\n", ["MPS103"])
+    assert out.endswith("d = pick_device().type\n")
+
+
+# --------------------------------------------------------------------- issue 18: say which torch the fixes assumed
+
+
+@pytest.mark.parametrize(
+    "requirement, note",
+    [
+        (None, "Fixes target torch 2.0 (no torch-version set and no torch requirement found). Set torch-version"),
+        ("torch>=2.4\n", "Fixes target torch 2.4 (torch>=2.4 in requirements.txt)."),
+    ],
+)
+def test_the_run_says_which_torch_the_fixes_target(tmp_path, monkeypatch, requirement, note):
+    from click.testing import CliRunner
+
+    from mpslint.cli import main
+
+    (tmp_path / ".git").mkdir()
+    if requirement:
+        (tmp_path / "requirements.txt").write_text(requirement)
+    (tmp_path / "train.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
+    monkeypatch.chdir(tmp_path)
+    for args in (["--no-cache", "train.py"], ["--diff", "train.py"], ["--fix", "train.py"]):
+        result = CliRunner().invoke(main, args)
+        assert note in result.output, (args, result.output)
+
+
+def test_unfixed_cuda_calls_say_why():
+    [diag] = check("import torch\nx = torch.ones(1).cuda(args.gpu)\n", ["MPS101"])
+    assert diag.fix is None and diag.message.endswith("; not fixed: it chooses a particular GPU")
+    [diag] = check("def f(x):\n    import torch\n    return x.cuda()\n", ["MPS101"])
+    assert diag.message.endswith("; not fixed: torch is not imported at the top of the file, where the device picker would go")
+
+
+def test_the_first_gpu_is_the_gpu_unless_the_code_changes_the_current_one():
+    out = fixed("import torch\nd = torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')\n", ["MPS103"])
+    assert out.endswith("d = pick_device()\n")
+    src = "import torch\ntorch.cuda.set_device(1)\nd = torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')\n"
+    assert check(src, ["MPS103"])[0].fix is None

@@ -157,3 +157,13 @@ def test_unguarded_finding_sits_on_the_call_and_names_the_entry():
     [diag] = check(src, ["MPS403"])
     assert diag.location.row == 4
     assert "`inner()`" in diag.message and "`main()`" in diag.message
+
+
+def test_pin_memory_through_a_kwargs_dict():
+    # issue 14: `{'num_workers': 1, 'pin_memory': True}` passed as **kwargs
+    src = "import torch\nkwargs = {'num_workers': 1, 'pin_memory': True}\nloader = torch.utils.data.DataLoader(ds, **kwargs)\n"
+    [diag] = check(src, ["MPS401"])
+    assert diag.location.row == 2 and diag.fix is not None
+    assert fix(src, ["MPS401"]).text.endswith("kwargs = {'num_workers': 1, 'pin_memory': torch.cuda.is_available()}\nloader = torch.utils.data.DataLoader(ds, **kwargs)\n")
+    guarded = "import torch\nkwargs = {'num_workers': 1, 'pin_memory': True} if use_cuda else {}\nloader = torch.utils.data.DataLoader(ds, **kwargs)\n"
+    assert check(guarded, ["MPS401"]) == []

@@ -3,7 +3,9 @@
 A line that must be reported ends with ``# expect: MPS101`` (several codes:
 ``# expect: MPS101, MPS105``); every other line must stay silent. A first-line
 comment ``# fixture: torch-version=2.4, unsafe-fixes, report-interval-guarded``
-sets the settings. Where ``name.fixed.py`` exists beside ``name.py``, fixing
+sets the settings. As in the repository's own configuration, fixtures target
+the newest torch mpslint knows unless they say otherwise (``torch-version=none``:
+a project that declares no floor). Where ``name.fixed.py`` exists beside ``name.py``, fixing
 ``name.py`` must give it exactly. On every fixture the fixer invariants hold:
 the result parses, a second fix changes nothing, and none of the fixed codes
 is reported again.
@@ -22,6 +24,7 @@ import libcst as cst
 import pytest
 
 from mpslint.config import Settings, parse_torch_version
+from mpslint.config.torch_version import newest_known_torch
 from mpslint.engine import check_text
 from mpslint.fixer import fix_text
 
@@ -39,7 +42,7 @@ def fixtures():
 
 def load(path: Path):
     text = path.read_text(encoding="utf-8")
-    settings = Settings()
+    settings = Settings(torch_version=newest_known_torch())
     unsafe = False
     first = text.splitlines()[0] if text else ""
     header = HEADER.match(first)
@@ -47,7 +50,7 @@ def load(path: Path):
         for option in filter(None, (o.strip() for o in header.group("options").split(","))):
             key, _, value = option.partition("=")
             if key == "torch-version":
-                settings = replace(settings, torch_version=parse_torch_version(value))
+                settings = replace(settings, torch_version=None if value == "none" else parse_torch_version(value))
             elif key == "unsafe-fixes":
                 unsafe = True
             elif key == "report-interval-guarded":

@@ -16,12 +16,15 @@ from pathlib import Path
 import pytest
 
 from mpslint.config import Settings, select_codes
+from mpslint.config.torch_version import newest_known_torch
 from mpslint.engine import check_text
 from mpslint.fixer import fix_text
 
 pytest.importorskip("torch")
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cuda"
+# What `mpslint --fix fixtures/cuda/train_cuda.py` uses in this repository: its config sets the newest torch.
+LATEST = Settings(torch_version=newest_known_torch())
 TRAIN = FIXTURES / "train_cuda.py"
 CPU_OR_CUDA = FIXTURES / "train_cuda_or_cpu.py"
 
@@ -60,7 +63,7 @@ def test_the_cuda_script_fails_without_cuda():
 
 
 def test_the_fixed_script_runs_to_completion_on_cpu(tmp_path):
-    fixed = _fixed(TRAIN, tmp_path)
+    fixed = _fixed(TRAIN, tmp_path, LATEST)
     result = _run(fixed, "--steps", "20")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("final loss ")
@@ -70,16 +73,16 @@ def test_the_fixed_script_runs_to_completion_on_cpu(tmp_path):
 
 def test_the_fix_is_the_golden_and_a_second_fix_changes_nothing():
     text = TRAIN.read_text(encoding="utf-8")
-    first = fix_text(text, str(TRAIN), Settings())
+    first = fix_text(text, str(TRAIN), LATEST)
     assert first.text == TRAIN.with_name("train_cuda.fixed.py").read_text(encoding="utf-8")
-    second = fix_text(first.text, str(TRAIN), Settings())
+    second = fix_text(first.text, str(TRAIN), LATEST)
     assert second.text == first.text
     assert not second.changed
 
 
 def test_placement_and_amp_rules_are_silent_on_the_fixed_script():
-    fixed = fix_text(TRAIN.read_text(encoding="utf-8"), str(TRAIN), Settings()).text
-    settings = Settings(select=select_codes(["MPS101", "MPS102", "MPS103", "MPS105"]))
+    fixed = fix_text(TRAIN.read_text(encoding="utf-8"), str(TRAIN), LATEST).text
+    settings = Settings(select=select_codes(["MPS101", "MPS102", "MPS103", "MPS105"]), torch_version=LATEST.torch_version)
     assert check_text(fixed, "train_cuda.py", settings).diagnostics == []
 
 

@@ -190,7 +190,20 @@ def test_statistics_text_and_json():
     assert rows == ["2\tMPS990\t[*]\ttest-cuda-call", "1\tMPS991\t[-]\ttest-double-call", "1\tMPS992\t[ ]\ttest-synchronize"]
     assert statistics([D_UNSAFE], unsafe=True, as_json=False) == "1\tMPS991\t[*]\ttest-double-call\n"
     assert json.loads(statistics([D_MULTI], unsafe=False, as_json=True)) == [
-        {"code": "MPS992", "name": "test-synchronize", "count": 1, "fixable": False}
+        {"code": "MPS992", "name": "test-synchronize", "count": 1, "fixable": False, "fixable_count": 0}
+    ]
+
+
+def test_statistics_marks_a_code_fixable_only_when_every_finding_is():
+    from dataclasses import replace
+
+    unfixed = replace(D_SAFE, location=Location(9, 1), end_location=Location(9, 5), fix=None)
+    unsafe_too = replace(D_SAFE, location=Location(10, 1), end_location=Location(10, 5), fix=UNSAFE)
+    assert statistics([D_SAFE, unfixed, D_SAFE], unsafe=False, as_json=False) == "3\tMPS990\t[~]\ttest-cuda-call\n"
+    assert statistics([D_SAFE, unsafe_too], unsafe=False, as_json=False) == "2\tMPS990\t[~]\ttest-cuda-call\n"
+    assert statistics([D_SAFE, unsafe_too], unsafe=True, as_json=False) == "2\tMPS990\t[*]\ttest-cuda-call\n"
+    assert json.loads(statistics([D_SAFE, unfixed], unsafe=False, as_json=True)) == [
+        {"code": "MPS990", "name": "test-cuda-call", "count": 2, "fixable": False, "fixable_count": 1}
     ]
 
 

@@ -1,14 +1,25 @@
-"""What the CUDA fixes write for "the device": a variable in scope or ``DEVICE``.
+"""What the CUDA fixes write for "the device": the device the code already has, or one picked where it is used.
 
-A fix reuses a device variable already in scope when that variable prefers
-CUDA (``device = torch.device("cuda")``,
-``device = torch.device("cuda" if torch.cuda.is_available() else "cpu")``, a
-cuda→mps→cpu chain, ``device = pick_device()``), so ``.cuda()`` becomes
-``.to(device)`` and still lands where it did. Otherwise it hoists one
-module-level ``DEVICE = pick_device()``. ``pick_device`` is defined once per
-module after the imports (torch 2.0 compatible; the ``torch.accelerator``
-one-liner with a torch-version floor >= 2.7), or imported from the project's
-own helper (``device-helper = "package.module:function"``).
+In order of preference, a fix uses:
+
+1. a device variable in scope that prefers CUDA (``device = torch.device("cuda")``,
+   ``device = torch.device("cuda" if torch.cuda.is_available() else "cpu")``, a
+   cuda→mps→cpu chain, ``device = pick_device()``), so ``.cuda()`` becomes
+   ``.to(device)`` and still lands where it did;
+2. the device the caller chose: a ``device`` parameter of the enclosing
+   function, the ``self.device`` its class keeps, or ``accelerator.device`` of an
+   ``accelerate.Accelerator``. A function that takes a device and hard-codes
+   ``.cuda()`` is half-migrated: its author meant that device;
+3. in a module that places nothing when it is imported (a library module, or a
+   script whose placement sits in functions and under ``if __name__ == "__main__":``),
+   a local ``device = pick_device()`` at the top of the function or ``__main__``
+   block that needs it, so that importing the module probes no device;
+4. otherwise one module-level ``DEVICE = pick_device()`` after the imports.
+
+``pick_device`` is defined once per module after the imports (torch 2.0
+compatible; the ``torch.accelerator`` one-liner with a torch-version floor
+>= 2.7), or imported from the project's own helper
+(``device-helper = "package.module:function"``).
 
 Every fix that needs the helper carries the same insertion edit, so the fixer
 merges them; a fix needing a different insertion at the same point waits for
@@ -19,20 +30,32 @@ module's own statements, so no LibCST node is needed to place them.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 
 from mpslint.analysis.cuda_context import CudaContext, is_compound, is_cuda_literal
-from mpslint.analysis.syntax import dotted_name, parameters, string_value, target_names
-from mpslint.fixes.edits import NodeEdit, insert_line_after
+from mpslint.analysis.syntax import dotted_name, is_main_guard, parameters, string_value, target_names
+from mpslint.fixes.edits import NodeEdit, insert_before, insert_line_after
 from mpslint.knowledge.cuda_api import ACCELERATOR_ONE_LINER
 
 HOISTED = "DEVICE"
 DEFAULT_HELPER = "pick_device"
 
 _DEVICE_NAME = re.compile(r"^(device|dev|DEVICE|_device|torch_device|default_device|[a-z_]*_device)$")
+# Names of a parameter or attribute that holds the device the code runs on (not `cpu_device`, `offload_device`, ...).
+CHOSEN_DEVICE_NAMES = frozenset({
+    "device", "dev", "torch_device", "_device", "default_device", "compute_device", "cuda_device", "gpu_device",
+    "train_device", "model_device", "run_device", "target_device",
+})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_ACCELERATORS = ("accelerate.Accelerator", "accelerate.accelerator.Accelerator")
+_NOT_CUDA = ("cpu", "mps", "meta")
+
+DEVICE_KIND = "device"  # a torch.device
+STR_KIND = "str"  # a device name such as "cuda"
+UNKNOWN_KIND = "unknown"  # either (a parameter the caller fills)
 
 
 @dataclass(frozen=True)
@@ -41,12 +64,26 @@ class DeviceRef:
 
     text: str
     edits: Tuple[NodeEdit, ...]
-    is_str: bool = False  # a device name like "cuda" rather than a torch.device
+    kind: str = DEVICE_KIND
+    torch: str = "torch"
+
+    @property
+    def is_str(self) -> bool:
+        return self.kind == STR_KIND
 
     @property
     def type(self) -> str:
         """An expression for the device type (``"cuda"``, ``"mps"``, ``"cpu"``)."""
-        return self.text if self.is_str else f"{self.text}.type"
+        if self.kind == STR_KIND:
+            return self.text
+        if self.kind == UNKNOWN_KIND:
+            return f"{self.torch}.device({self.text}).type"
+        return f"{self.text}.type"
+
+    @property
+    def device(self) -> str:
+        """An expression that is a ``torch.device``."""
+        return self.text if self.kind == DEVICE_KIND else f"{self.torch}.device({self.text})"
 
 
 def render_helper(torch: str, name: str, floor: Tuple[int, int]) -> str:
@@ -138,14 +175,20 @@ class DevicePicker:
         return DeviceRef(f"{self.helper}()", edits)
 
     def device_ref(self, node: ast.AST) -> Optional[DeviceRef]:
-        """The device at ``node``: a CUDA-preferring variable in scope, else ``DEVICE``."""
-        if not self._after_anchor(node):
-            return None
+        """The device at ``node`` (see the module docstring for the order)."""
         found = self.variable_in_scope(node)
         if found is not None:
-            return DeviceRef(found[0], (), found[1])
+            return DeviceRef(found[0], (), STR_KIND if found[1] else DEVICE_KIND, self.torch or "torch")
+        chosen = self.chosen_device(node)
+        if chosen is not None:
+            return chosen
+        if not self._after_anchor(node):
+            return None
         if self.hoisted is not None:
             return DeviceRef(HOISTED, ())
+        local = self._local_device(node)
+        if local is not None:
+            return local
         if self.hoisted_conflict or self._binds_locally(node, HOISTED):
             return None
         edits = self._helper_edits(with_device=True)
@@ -167,6 +210,163 @@ class DevicePicker:
                 if first < index:
                     return name, is_str
         return None
+
+    def chosen_device(self, node: ast.AST) -> Optional[DeviceRef]:
+        """The device the caller chose, where ``node`` runs: a parameter, ``self.device``, ``accelerator.device``."""
+        torch = self.torch or "torch"
+        functions = self._functions_around(node)
+        for function in functions:
+            found = self._device_parameter(function)
+            if found is not None:
+                return DeviceRef(found[0], (), found[1], torch)
+        if functions:
+            found = self._self_device(functions[0], node)
+            if found is not None:
+                return DeviceRef(found[0], (), found[1], torch)
+        accelerator = self._accelerator(node, functions)
+        if accelerator is not None:
+            return DeviceRef(f"{accelerator}.device", (), DEVICE_KIND, torch)
+        return None
+
+    def _functions_around(self, node: ast.AST) -> List[ast.AST]:
+        """The functions whose body ``node`` runs in, innermost first (not the ones it is a default of)."""
+        found = []
+        child = node
+        for parent in self.tree.ancestors(node):
+            if type(parent) in _FUNCTIONS:
+                owner = self.tree.block_owner(child)
+                if owner is not None and owner[0] is parent and owner[1] == "body":
+                    found.append(parent)
+            child = parent
+        return found
+
+    def _device_parameter(self, function) -> Optional[Tuple[str, str]]:
+        """(name, kind) of a device parameter whose value is the caller's device (no default, or a CUDA one)."""
+        args = function.args
+        positional = [*args.posonlyargs, *args.args]
+        defaults: Dict[str, ast.AST] = {}
+        for param, value in zip(positional[len(positional) - len(args.defaults):], args.defaults):
+            defaults[param.arg] = value
+        for param, value in zip(args.kwonlyargs, args.kw_defaults):
+            if value is not None:
+                defaults[param.arg] = value
+        for param in [*positional, *args.kwonlyargs]:
+            if param.arg not in CHOSEN_DEVICE_NAMES:
+                continue
+            default = defaults.get(param.arg)
+            if default is not None and not prefers_cuda(self.ctx, default, self.helper) \
+                    and not self._picked_when_none(function, param.arg, default):
+                continue  # `device="cpu"`, `device=None`: without an argument it is not where `.cuda()` went
+            return param.arg, self._kind_of_parameter(function, param)
+        return None
+
+    def _picked_when_none(self, function, name: str, default: ast.AST) -> bool:
+        """``device=None`` and the body starts ``if device is None: device = pick_device().type`` (MPS102's fix)."""
+        if not (type(default) is ast.Constant and default.value is None):  # type: ignore[attr-defined]
+            return False
+        first = _first_statement(function.body)
+        if type(first) is not ast.If or len(first.body) != 1 or first.orelse:  # type: ignore[attr-defined]
+            return False
+        test, assign = first.test, first.body[0]  # type: ignore[attr-defined]
+        return (
+            type(test) is ast.Compare and type(test.left) is ast.Name and test.left.id == name
+            and len(test.ops) == 1 and type(test.ops[0]) is ast.Is
+            and type(assign) is ast.Assign and len(assign.targets) == 1
+            and type(assign.targets[0]) is ast.Name and assign.targets[0].id == name
+            and prefers_cuda(self.ctx, assign.value, self.helper)
+        )
+
+    def _kind_of_parameter(self, function, param: ast.arg) -> str:
+        annotation = param.annotation
+        if annotation is not None:
+            name = self.ctx.qualify(annotation) or dotted_name(annotation) or ""
+            if name == "torch.device":
+                return DEVICE_KIND
+            if name == "str":
+                return STR_KIND
+        uses = self.ctx.analysis(_AttributeReads)
+        if (function, param.arg) in uses.typed:
+            return DEVICE_KIND  # the function reads `device.type`: a torch.device
+        return UNKNOWN_KIND
+
+    def _self_device(self, method, node: ast.AST) -> Optional[Tuple[str, str]]:
+        """``self.device`` when the method's class keeps a device that is not the CPU on purpose."""
+        params = method.args.posonlyargs + method.args.args
+        if not params or params[0].arg != "self":
+            return None
+        cls = self.tree.parent(method)
+        if type(cls) is not ast.ClassDef:
+            return None
+        kept = self.ctx.analysis(_KeptDevices).of(cls)
+        for name in sorted(kept, key=lambda n: (n != "device", n)):
+            assignments = kept[name]
+            if all(_literal_not_cuda(v) for _, v in assignments):
+                continue
+            if method.name == "__init__":
+                index = self.tree.index(node)
+                if not any(self.tree.contains(method, a) and self.tree.index(a) < index for a, _ in assignments):
+                    continue  # used in __init__ before it is set
+            kinds = {_kind_of_value(self.ctx, v, self.helper) for _, v in assignments}
+            return f"self.{name}", kinds.pop() if len(kinds) == 1 else UNKNOWN_KIND
+        return None
+
+    def _accelerator(self, node: ast.AST, functions: List[ast.AST]) -> Optional[str]:
+        """A name (or ``self.accelerator``) bound to an ``accelerate.Accelerator`` before ``node``."""
+        table = self.ctx.analysis(_Accelerators)
+        if not table.bindings:
+            return None
+        index = self.tree.index(node)
+        for scope in [*functions, self.module]:
+            for name, at in table.bindings.get(scope, ()):
+                if at < index:
+                    return name
+        if functions:
+            params = functions[0].args.posonlyargs + functions[0].args.args
+            cls = self.tree.parent(functions[0])
+            if params and params[0].arg == "self" and type(cls) is ast.ClassDef and cls in table.classes:
+                return f"self.{table.classes[cls]}"
+        return None
+
+    def _local_device(self, node: ast.AST) -> Optional[DeviceRef]:
+        """In a module that places nothing on import: ``device`` picked at the top of the function (or main block)."""
+        if self.ctx.analysis(_ImportTimePlacement).places:
+            return None
+        functions = self._functions_around(node)
+        if functions:
+            body = functions[0].body
+            bound = self.params.get(functions[0], set()) | set(self.scopes.get(functions[0], {}))
+        else:
+            main = _main_block_of(self.tree, node)
+            if main is None:
+                return None
+            body = main.body
+            bound = set(self.scopes.get(self.module, {}))
+        first = self.ctx.analysis(_ImportTimePlacement).first_placing(self.tree, body) or _first_statement(body)
+        call = self.picker_call(node)
+        if call is None:
+            return None
+        if "device" in bound or first is None or not _starts_line(self.tree, first):
+            return DeviceRef(call.text, call.edits, DEVICE_KIND, self.torch or "torch")
+        indent = _indent_of(self.tree, first)
+        edit = insert_before(first, f"device = {call.text}\n{indent}")
+        return DeviceRef("device", (edit, *call.edits), DEVICE_KIND, self.torch or "torch")
+
+    def merged(self, edits) -> Tuple[NodeEdit, ...]:
+        """``edits`` without repeats, and without the bare helper where the helper with ``DEVICE`` is inserted too.
+
+        One fix that needs both ``pick_device()`` and ``DEVICE`` (a guard
+        rewrite: the flag gets the picker, a placement gets ``DEVICE``) must
+        insert the helper once.
+        """
+        unique: List[NodeEdit] = []
+        for edit in edits:
+            if edit not in unique:
+                unique.append(edit)
+        with_device = self._helper_edits(with_device=True)
+        bare = self._helper_edits(with_device=False)
+        if with_device and bare and all(e in unique for e in with_device):
+            unique = [e for e in unique if e not in bare or e in with_device]
+        return tuple(unique)
 
     # --- internals ------------------------------------------------------------
 
@@ -409,3 +609,159 @@ def _import_block_end(module: ast.Module) -> Optional[ast.AST]:
         else:
             break
     return last
+
+
+def _literal_not_cuda(value: ast.AST) -> bool:
+    text = string_value(value)
+    if text is None and type(value) is ast.Call and len(value.args) == 1:  # type: ignore[attr-defined]
+        text = string_value(value.args[0])  # type: ignore[attr-defined]
+    return text is not None and text.split(":", 1)[0] in _NOT_CUDA
+
+
+def _kind_of_value(ctx, value: ast.AST, helper: str) -> str:
+    if _holds_str(value):
+        return STR_KIND
+    if type(value) is ast.Call:
+        name = ctx.qualify(value.func) or dotted_name(value.func) or ""  # type: ignore[attr-defined]
+        if name == "torch.device" or name == helper:
+            return DEVICE_KIND
+    if type(value) is ast.Attribute and value.attr == "device":  # type: ignore[attr-defined]
+        return DEVICE_KIND  # accelerator.device, x.device
+    return UNKNOWN_KIND
+
+
+class _KeptDevices:
+    """Per class: ``self.<device name> = value`` assignments in its methods."""
+
+    def __init__(self, ctx) -> None:
+        self.tree = ctx.tree
+        self._by_class: Dict[ast.AST, Dict[str, List[Tuple[ast.AST, ast.AST]]]] = {}
+        for node in ctx.tree.of_type(ast.Assign, ast.AnnAssign):
+            targets = node.targets if type(node) is ast.Assign else [node.target]  # type: ignore[attr-defined]
+            value = node.value  # type: ignore[attr-defined]
+            if value is None:
+                continue
+            for target in targets:
+                if (type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == "self"
+                        and target.attr in CHOSEN_DEVICE_NAMES):
+                    cls = _class_of_method_body(ctx.tree, node)
+                    if cls is not None:
+                        self._by_class.setdefault(cls, {}).setdefault(target.attr, []).append((node, value))
+
+    def of(self, cls: ast.AST) -> Dict[str, List[Tuple[ast.AST, ast.AST]]]:
+        return self._by_class.get(cls, {})
+
+
+class _Accelerators:
+    """Names bound to ``accelerate.Accelerator(...)``, per scope, and ``self.<name>`` per class."""
+
+    def __init__(self, ctx) -> None:
+        self.bindings: Dict[ast.AST, List[Tuple[str, int]]] = {}
+        self.classes: Dict[ast.AST, str] = {}
+        if "Accelerator" not in ctx.source:
+            return
+        tree = ctx.tree
+        for node in tree.of_type(ast.Assign):
+            value = node.value  # type: ignore[attr-defined]
+            if type(value) is not ast.Call or ctx.qualify(value.func) not in _ACCELERATORS:
+                continue
+            for target in node.targets:  # type: ignore[attr-defined]
+                if type(target) is ast.Name:
+                    scope = tree.scope_of(node)
+                    self.bindings.setdefault(scope, []).append((target.id, tree.index(node)))
+                elif type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == "self":
+                    cls = _class_of_method_body(tree, node)
+                    if cls is not None:
+                        self.classes.setdefault(cls, target.attr)
+
+
+class _AttributeReads:
+    """(function, name) pairs where the function reads ``name.type``: the name holds a torch.device."""
+
+    def __init__(self, ctx) -> None:
+        self.typed: Set[Tuple[ast.AST, str]] = set()
+        tree = ctx.tree
+        for node in tree.of_type(ast.Attribute):
+            if node.attr == "type" and type(node.value) is ast.Name:  # type: ignore[attr-defined]
+                scope = tree.scope_of(node)
+                self.typed.add((scope, node.value.id))  # type: ignore[attr-defined]
+
+
+class _ImportTimePlacement:
+    """Whether the module places something on a device when it is imported.
+
+    Placement code (``.cuda()``, a ``"cuda"`` string, ``torch.cuda``) at the
+    top level or in a class body runs on import; in a function or under
+    ``if __name__ == "__main__":`` it does not.
+    """
+
+    def __init__(self, ctx) -> None:
+        self.places = False
+        self.markers: List[int] = []  # where CUDA placement code is, in source order
+        tree = ctx.tree
+        for node in tree.nodes:
+            cls = type(node)
+            if cls is ast.Attribute:
+                hit = node.attr == "cuda"  # type: ignore[attr-defined]
+            elif cls is ast.Constant:
+                hit = isinstance(node.value, str) and node.value.startswith("cuda")  # type: ignore[attr-defined]
+            else:
+                continue
+            if hit:
+                self.markers.append(tree.index(node))
+                if not self.places and tree.inherited("import-time", node, _import_time_step, True):
+                    self.places = True
+
+    def first_placing(self, tree, body: List[ast.stmt]) -> Optional[ast.stmt]:
+        """The first statement of ``body`` with CUDA placement code in it: where a local device is picked."""
+        for stmt in body:
+            position = bisect.bisect_left(self.markers, tree.index(stmt))
+            if position < len(self.markers) and self.markers[position] <= tree.end(stmt):
+                return stmt
+        return None
+
+
+def _import_time_step(parent: ast.AST, child: ast.AST, above: bool) -> bool:
+    if not above:
+        return False
+    if type(parent) in _FUNCTIONS or type(parent) is ast.Lambda:
+        return False
+    return not is_main_guard(parent)
+
+
+def _class_of_method_body(tree, node: ast.AST) -> Optional[ast.AST]:
+    """The class whose method ``node`` sits in (directly, not in a nested function)."""
+    for parent in tree.ancestors(node):
+        if type(parent) in _FUNCTIONS:
+            cls = tree.parent(parent)
+            return cls if type(cls) is ast.ClassDef else None
+        if type(parent) is ast.ClassDef:
+            return None
+    return None
+
+
+def _main_block_of(tree, node: ast.AST) -> Optional[ast.If]:
+    for parent in tree.ancestors(node):
+        if type(parent) in _FUNCTIONS or type(parent) is ast.ClassDef:
+            return None
+        if is_main_guard(parent) and tree.parent(parent) is tree.module:
+            return parent  # type: ignore[return-value]
+    return None
+
+
+def _first_statement(body: List[ast.stmt]) -> Optional[ast.stmt]:
+    """The first statement of a body after its docstring."""
+    for position, stmt in enumerate(body):
+        if position == 0 and type(stmt) is ast.Expr and string_value(stmt.value) is not None:  # type: ignore[attr-defined]
+            continue
+        return stmt
+    return None
+
+
+def _starts_line(tree, statement: ast.AST) -> bool:
+    return not tree.line_text(statement.lineno)[: tree.start(statement)[1]].strip()  # type: ignore[attr-defined]
+
+
+def _indent_of(tree, statement: ast.AST) -> str:
+    line = tree.line_text(statement.lineno)  # type: ignore[attr-defined]
+    return line[: len(line) - len(line.lstrip(" \t"))]

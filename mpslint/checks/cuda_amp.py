@@ -7,7 +7,7 @@ from typing import Dict, Optional, Tuple
 
 from mpslint.analysis.cuda_context import is_cuda_literal
 from mpslint.analysis.syntax import has_star, keyword, positional, string_value
-from mpslint.checks.base import FixSpec, Rule, replace
+from mpslint.checks.base import FixSpec, Rule, insert_line_after, replace
 from mpslint.checks.cuda_imports import report_unused_import
 from mpslint.checks.rewriting import combined, cuda, picker, torch_name
 from mpslint.knowledge import cuda_api
@@ -27,7 +27,10 @@ class CudaAmp(Rule):
         name = self.ctx.qualify(node.func)
         if name is None or not cuda(self.ctx).unguarded(node):
             return
-        if name in _AUTOCAST_CUDA:
+        if (name in _AUTOCAST_CUDA or name in _AUTOCAST and self._device_arg_is_cuda(node, "device_type")) \
+                and self._decorates(node):
+            self._decorator(node)
+        elif name in _AUTOCAST_CUDA:
             self.report(node, "`torch.cuda.amp.autocast` only casts on CUDA; use `torch.autocast(device_type=device.type)`",
                         fix=self._fix_autocast(node, ("enabled", "dtype", "cache_enabled"), skip=0))
         elif name in _AUTOCAST and self._device_arg_is_cuda(node, "device_type"):
@@ -39,6 +42,33 @@ class CudaAmp(Rule):
         elif name in _SCALER and (self._device_arg_is_cuda(node, "device") or self._no_device(node)):
             self.report(node, 'GradScaler for "cuda" disables itself on MPS; use `torch.amp.GradScaler(device.type)`',
                         fix=self._fix_scaler(node, skip=1 if not self._no_device(node) else 0))
+
+    def _decorates(self, node: ast.Call) -> bool:
+        parent = self.ctx.parent(node)
+        return type(parent) in (ast.FunctionDef, ast.AsyncFunctionDef) and node in parent.decorator_list  # type: ignore[attr-defined]
+
+    def _decorator(self, node: ast.Call) -> None:
+        """``@autocast("cuda", enabled=False)``: it runs when the function is defined, before any device exists."""
+        function = self.ctx.parent(node)
+        enabled = keyword(node, "enabled")
+        disabling = type(enabled) is ast.Constant and enabled.value is False  # type: ignore[attr-defined]
+        if not disabling:
+            self.report(node, "autocast for CUDA only, as a decorator, which runs before any device exists; "
+                              "use `with torch.autocast(device_type=x.device.type):` inside the function")
+            return
+        for other in function.decorator_list:  # type: ignore[attr-defined]
+            if other is not node and type(other) is ast.Call and self.ctx.qualify(other.func) in _AUTOCAST \
+                    and string_value(positional(other)[0] if positional(other) else keyword(other, "device_type")) == "mps":
+                return  # already disabled for MPS as well
+        torch = torch_name(self.ctx)
+        fix = None
+        if torch is not None and floor_of(self.ctx.settings.torch_version) >= cuda_api.AMP_AUTOCAST_MPS:
+            indent = self.ctx.tree.line_text(node.lineno)[: self.ctx.tree.start(node)[1] - 1]
+            if not indent.strip():
+                line = f'{indent}@{torch}.autocast("mps", enabled=False)\n'
+                fix = FixSpec.safe("Disable autocast on MPS too", insert_line_after(node, line))
+        self.report(node, "this decorator keeps the function out of autocast on CUDA only; on MPS the caller's "
+                          'autocast still applies: stack `@torch.autocast("mps", enabled=False)` (torch 2.5)', fix=fix)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         for expr in node.decorator_list:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import ast
 from typing import Optional, Tuple
 
+from mpslint.analysis.availability import Availability
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
 from mpslint.analysis.syntax import dotted_name, string_value
-from mpslint.checks.base import FixSpec, Rule, replace
+from mpslint.checks.base import FixSpec, Rule, insert_line_after, replace, short
 from mpslint.checks.cuda_device_literal import assigns_device
-from mpslint.checks.rewriting import cuda, picker, starts_line
+from mpslint.checks.guard_rewrite import guarded_outcome
+from mpslint.checks.rewriting import cuda, default_indent, indent_of, picker, starts_line, torch_name
 
 MESSAGE = "this device choice picks CUDA or the CPU, never MPS; choose CUDA, then MPS, then the CPU"
 
@@ -24,12 +26,17 @@ def _device_call(node: ast.AST) -> Optional[ast.AST]:
 
 
 def _cuda_side(node: ast.AST) -> Optional[Tuple[str, bool]]:
-    """("cuda", is a torch.device call) for ``"cuda"`` / ``torch.device("cuda")``."""
+    """("cuda", is a torch.device call) for ``"cuda"`` / ``torch.device("cuda")``; "cuda:N" for an indexed one."""
     if is_cuda_literal(node):
         return string_value(node), False  # type: ignore[return-value]
     inner = _device_call(node)
     if inner is not None and is_cuda_literal(inner):
         return string_value(inner), True  # type: ignore[return-value]
+    if type(node) is ast.Call and (dotted_name(node.func) or "").endswith("device"):  # type: ignore[attr-defined]
+        # torch.device("cuda", index=args.gpu), torch.device("cuda", rank)
+        values = [*node.args, *(k.value for k in node.keywords)]  # type: ignore[attr-defined]
+        if len(values) == 2 and string_value(values[0]) == "cuda":
+            return "cuda:<index>", True
     return None
 
 
@@ -49,8 +56,8 @@ def _ends_on_cpu(node: ast.AST) -> bool:
 
 
 def _is_availability_call(ctx, test: ast.AST) -> bool:
-    return type(test) is ast.Call and ctx.qualify(test.func) == "torch.cuda.is_available" \
-        and not test.args and not test.keywords  # type: ignore[attr-defined]
+    """``torch.cuda.is_available()``, or ``torch.cuda.device_count() > 0``, which says the same."""
+    return ctx.analysis(Availability).is_term(test)
 
 
 class CudaOnlyDeviceChoice(Rule):
@@ -75,12 +82,55 @@ class CudaOnlyDeviceChoice(Rule):
             and parent.args[0] is node
         ):
             reported = parent
-        self.report(reported, MESSAGE, fix=self._fix(node, reported))
+        fix, reason = self._fix(node, reported)
+        self.report(reported, MESSAGE + (f"; not fixed: {reason}" if fix is None and reason else ""), fix=fix)
 
-    def _fix(self, node: ast.IfExp, reported: ast.AST) -> Optional[FixSpec]:
-        if not _is_availability_call(self.ctx, node.test):
-            return None  # a user flag (`use_cuda`, `args.cuda`) also decides: keep the user's choice
+    def _fix(self, node: ast.IfExp, reported: ast.AST) -> Tuple[Optional[FixSpec], str]:
         cuda_side, cpu = _cuda_side(node.body), _cpu_side(node.orelse)
+        if cuda_side is None or cpu is None:
+            return None, "the choice is more than CUDA or the CPU"
+        if cuda_side[0] == "cuda:<index>":
+            return None, "`torch.device(\"cuda\", index)` names a particular GPU"
+        if cuda_side[0] == "cuda:0" and "set_device" not in self.ctx.source:
+            cuda_side = ("cuda", cuda_side[1])  # the first GPU is the current one unless the code changes it
+        if cuda_side[0] != "cuda":
+            return None, f'"{cuda_side[0]}" names a particular GPU'
+        if type(node.test) is ast.Attribute and node.test.attr == "is_cuda":
+            return self._fix_is_cuda(node, reported), ""
+        if _is_availability_call(self.ctx, node.test):
+            fix = self._fix_availability(node, reported)
+            return fix, "" if fix else "torch is not imported at the top of the file, where the device picker would go"
+        guarded = guarded_outcome(self.ctx, node.body)
+        if guarded is not None:
+            # `"cuda" if use_cuda else "cpu"` with use_cuda = torch.cuda.is_available(): the flag changes with it.
+            return guarded.fix, f"the flag is decided by CUDA availability, and {guarded.reason}" if guarded.fix is None else ""
+        if not _user_flag(node.test):
+            return None, f"`{short(self.ctx, node.test)}` decides it, and mpslint cannot tell what it means on a Mac"
+        # A user's own flag (`--cuda`): keep the choice, and let "the GPU" be the Mac's too.
+        call = picker(self.ctx).picker_call(reported)
+        if call is None:
+            return None, "torch is not imported at the top of the file, where the device picker would go"
+        torch = torch_name(self.ctx) or "torch"
+        test, other = self.ctx.text(node.test), self.ctx.text(node.orelse)
+        if reported is not node:
+            text = f"{call.text} if {test} else {torch}.device({other})"
+            return FixSpec.safe(f"Use `{text}`", replace(reported, text), *call.edits), ""
+        body = call.text if cuda_side[1] else f"{call.text}.type"
+        return FixSpec.safe(f"Use `{body}` for the GPU", replace(node.body, body), *call.edits), ""
+
+    def _fix_is_cuda(self, node: ast.IfExp, reported: ast.AST) -> Optional[FixSpec]:
+        """``"cuda" if x.is_cuda else "cpu"`` -> ``x.device.type``: where x is, MPS included."""
+        where = self.ctx.text(node.test.value)  # type: ignore[attr-defined]
+        text = f"{where}.device.type"
+        if reported is not node or _cuda_side(node.body)[1]:  # type: ignore[index]
+            torch = torch_name(self.ctx) or "torch"
+            text = f"{torch}.device({text})"  # the device type, as "cuda" meant the current CUDA device
+        return FixSpec.safe(f"Use `{text}`", replace(reported, text))
+
+    def _fix_availability(self, node: ast.IfExp, reported: ast.AST) -> Optional[FixSpec]:
+        cuda_side, cpu = _cuda_side(node.body), _cpu_side(node.orelse)
+        if cuda_side is not None and cuda_side[0] == "cuda:0" and "set_device" not in self.ctx.source:
+            cuda_side = ("cuda", cuda_side[1])
         if cuda_side is None or cuda_side[0] != "cuda" or cpu is None:
             return None
         call = picker(self.ctx).picker_call(reported)
@@ -98,7 +148,51 @@ class CudaOnlyDeviceChoice(Rule):
             return
         if context.in_mps_aware_choice(node):
             return
-        self.report(node.test, MESSAGE, fix=self._fix_statement(node))
+        fix = self._fix_returns(node) or self._fix_statement(node)
+        reason = ""
+        if fix is None:
+            guarded = guarded_outcome(self.ctx, node.body[0])
+            if guarded is not None:
+                fix, reason = guarded.fix, guarded.reason
+            else:
+                reason = f"`{short(self.ctx, node.test)}` decides it, and mpslint cannot tell what it means on a Mac"
+        self.report(node.test, MESSAGE + (f"; not fixed: {reason}" if fix is None and reason else ""), fix=fix)
+
+    def _fix_returns(self, node: ast.If) -> Optional[FixSpec]:
+        """A device helper: ``if torch.cuda.is_available(): return <cuda>`` then ``return <cpu>`` gets an MPS branch.
+
+        Safe: CUDA still comes first, and MPS is never available where the CPU was returned before.
+        """
+        if not _is_availability_call(self.ctx, node.test) or len(node.body) != 1 or type(node.body[0]) is not ast.Return:
+            return None
+        cuda_side = _cuda_side(node.body[0].value) if node.body[0].value is not None else None
+        if cuda_side is None or cuda_side[0] != "cuda":
+            return None
+        torch = torch_name(self.ctx)
+        place = self.ctx.tree.block_of(node)
+        if torch is None or place is None or not starts_line(self.ctx, node):
+            return None
+        block, position = place
+        if node.orelse:
+            if len(node.orelse) != 1 or type(node.orelse[0]) is not ast.Return or cuda(self.ctx).is_elif(node.orelse[0]):  # type: ignore[arg-type]
+                return None
+            cpu_return = node.orelse[0]
+        else:
+            following = block[position + 1] if position + 1 < len(block) else None
+            if type(following) is not ast.Return:
+                return None
+            cpu_return = following
+        if cpu_return.value is None or _cpu_side(cpu_return.value) is None:  # type: ignore[attr-defined]
+            return None
+        indent = indent_of(self.ctx, node)
+        step = default_indent(self.ctx)
+        mps = f'{torch}.device("mps")' if cuda_side[1] else '"mps"'
+        if node.orelse:
+            text = f"{indent}elif {torch}.backends.mps.is_available():\n{indent}{step}return {mps}\n"
+            return FixSpec.safe("Return MPS when CUDA is not available but MPS is",
+                                insert_line_after(node.body[-1], text))
+        text = f"{indent}if {torch}.backends.mps.is_available():\n{indent}{step}return {mps}\n"
+        return FixSpec.safe("Return MPS when CUDA is not available but MPS is", insert_line_after(node, text))
 
     def _fix_statement(self, node: ast.If) -> Optional[FixSpec]:
         """``if torch.cuda.is_available(): d = <cuda> / else: d = <cpu>`` -> ``d = pick_device()``."""
@@ -118,6 +212,18 @@ class CudaOnlyDeviceChoice(Rule):
         target = self.ctx.text(first.targets[0])
         text = f"{target} = {call.text}" + ("" if cuda_side[1] else ".type")
         return FixSpec.safe(f"Use `{text}`", replace(node, text), *call.edits)
+
+
+def _user_flag(test: ast.AST) -> bool:
+    """A test made of names and attributes only (``args.cuda``, ``opt.cuda and not args.cpu``): the user's choice."""
+    cls = type(test)
+    if cls is ast.Name or cls is ast.Attribute:
+        return not (cls is ast.Attribute and test.attr == "is_cuda")  # type: ignore[attr-defined]
+    if cls is ast.BoolOp:
+        return all(_user_flag(v) for v in test.values)  # type: ignore[attr-defined]
+    if cls is ast.UnaryOp and type(test.op) is ast.Not:  # type: ignore[attr-defined]
+        return _user_flag(test.operand)  # type: ignore[attr-defined]
+    return False
 
 
 def _single_assignment(ctx, block) -> Optional[ast.Assign]:

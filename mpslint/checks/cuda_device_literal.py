@@ -7,8 +7,9 @@ from typing import Callable, Optional, Tuple
 
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
 from mpslint.analysis.syntax import dotted_name, string_value
-from mpslint.checks.base import FixSpec, Rule, replace
-from mpslint.checks.rewriting import cuda, picker
+from mpslint.checks.base import FixSpec, Rule, insert_before, replace
+from mpslint.checks.guard_rewrite import guarded_outcome
+from mpslint.checks.rewriting import cuda, default_indent, first_statement, indent_of, picker, starts_line
 
 Found = Tuple[ast.AST, Callable[[], Optional[FixSpec]]]
 
@@ -78,6 +79,7 @@ class CudaDeviceLiteral(Rule):
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if not is_cuda_literal(node):
+            self._formatted(node)
             return
         found = self._placement(node)
         if found is None:
@@ -89,11 +91,52 @@ class CudaDeviceLiteral(Rule):
         if DEVICE in context.guards(node) or context.in_cuda_named_function(node):
             return
         value = node.value
-        self.report(
-            reported,
-            f'"{value}" places this on CUDA only, so it never runs on MPS; use a device chosen at run time',
-            fix=fix() if value == "cuda" else None,
-        )
+        message = f'"{value}" places this on CUDA only, so it never runs on MPS; use a device chosen at run time'
+        guarded = guarded_outcome(self.ctx, node)
+        if guarded is not None:
+            # Under `if use_cuda:` the placement only moves if the guard does too.
+            found = guarded.fix
+            if found is None:
+                message += f"; not fixed: a CUDA availability test decides whether it runs, and {guarded.reason}"
+        else:
+            found = fix() if value == "cuda" else None
+            if value != "cuda":
+                message += "; not fixed: it names a particular GPU"
+        self.report(reported, message, fix=found)
+
+    def _formatted(self, node: ast.AST) -> None:
+        """``"cuda:{}".format(local_rank)``, ``f"cuda:{rank}"`` placing something: one GPU per process."""
+        ctx = self.ctx
+        value = node.value if type(node) is ast.Constant else None  # type: ignore[attr-defined]
+        if not isinstance(value, str) or not value.startswith("cuda:"):
+            return
+        parent = ctx.parent(node)
+        if type(parent) is ast.JoinedStr:
+            if parent.values[0] is not node:  # type: ignore[attr-defined]
+                return
+            expr = parent
+        elif type(parent) is ast.Attribute and parent.attr == "format" and "{" in value:  # type: ignore[attr-defined]
+            expr = ctx.parent(parent)
+            if type(expr) is not ast.Call:
+                return
+        else:
+            return
+        holder = ctx.parent(expr)
+        call = ctx.parent(holder) if type(holder) is ast.keyword else holder
+        if type(call) is not ast.Call:
+            return
+        keyword = holder.arg if type(holder) is ast.keyword else None  # type: ignore[attr-defined]
+        places = (keyword in ("device", "map_location")
+                  or keyword is None and call.args and call.args[0] is expr
+                  and (ctx.qualify(call.func) == "torch.device"
+                       or type(call.func) is ast.Attribute and call.func.attr == "to"))  # type: ignore[attr-defined]
+        if not places or _distributed_only(ctx, call):
+            return
+        context = cuda(ctx)
+        if not context.unguarded(call) or context.in_cuda_named_function(call):
+            return
+        self.report(expr, "a CUDA device per process (indexed by rank) places this on CUDA only, so it never runs on "
+                          "MPS; not fixed: it names a particular GPU (use the accelerator when not distributed)")
 
     def _placement(self, node: ast.Constant) -> Optional[Found]:
         """(node to report, fix factory) when the literal places something on a device."""
@@ -108,6 +151,8 @@ class CudaDeviceLiteral(Rule):
             if ctx.qualify(call.func) == "torch.device" and (keyword == "type" or (keyword is None and first)):
                 if device_choice_literal(self, call) or _rank_index(call) or self._fallback(call):
                     return None
+                if type(ctx.parent(call)) is ast.Compare:
+                    return None  # `x.device != torch.device("cuda")` asks where something is; it places nothing
                 return call, lambda: self._fix_torch_device(call)
             if keyword in ("device", "map_location") or (
                 type(call.func) is ast.Attribute and call.func.attr == "to" and keyword is None and first
@@ -125,7 +170,7 @@ class CudaDeviceLiteral(Rule):
         if type(parent) is ast.arguments:
             param = _parameter_of_default(parent, node)
             if param is not None and _device_name(ast.Name(id=param.arg)):
-                return node, lambda: self._fix_by_picker(node, ".type")
+                return node, lambda: self._fix_default_parameter(node, param.arg, ctx.parent(parent))
         return None
 
     def _fallback(self, node: ast.AST) -> bool:
@@ -164,6 +209,24 @@ class CudaDeviceLiteral(Rule):
         text = call.text + suffix
         return FixSpec.safe(f"Use `{text}`", replace(node, text), *call.edits)
 
+    def _fix_default_parameter(self, node: ast.AST, param: str, function) -> Optional[FixSpec]:
+        """``device="cuda"`` -> ``device=None``, picked when the function runs (not when it is defined)."""
+        if type(function) not in (ast.FunctionDef, ast.AsyncFunctionDef):
+            return None  # a lambda has no body to pick the device in
+        first = first_statement(function.body)
+        if first is None or not starts_line(self.ctx, first):
+            return None
+        call = picker(self.ctx).picker_call(node)
+        if call is None:
+            return None
+        indent = indent_of(self.ctx, first)
+        step = default_indent(self.ctx)
+        text = f"if {param} is None:\n{indent}{step}{param} = {call.text}.type\n{indent}"
+        return FixSpec.safe(
+            f"Default to `None` and use `{call.text}.type` when the function runs",
+            replace(node, "None"), insert_before(first, text), *call.edits,
+        )
+
     def _fix_default(self, node: ast.AST, call: ast.Call) -> Optional[FixSpec]:
         for item in call.keywords:
             if item.arg == "choices" and not cuda(self.ctx).mentions_mps(item.value):
@@ -180,3 +243,20 @@ def _parameter_of_default(arguments: ast.arguments, default: ast.AST) -> Optiona
         if value is default:
             return param
     return None
+
+
+_DISTRIBUTED = ("distributed", "world_size", "is_initialized", "ddp", "local_rank", "multiprocessing", "rank")
+
+
+def _distributed_only(ctx, node: ast.AST) -> bool:
+    """Under a test about distributed training, or in a function whose name says so: one GPU per process by design."""
+    child = node
+    for parent in ctx.ancestors(node):
+        cls = type(parent)
+        if cls in (ast.If, ast.IfExp) and child is not parent.test:  # type: ignore[attr-defined]
+            if any(word in ctx.text(parent.test).lower() for word in _DISTRIBUTED):  # type: ignore[attr-defined]
+                return True
+        if cls in (ast.FunctionDef, ast.AsyncFunctionDef) and any(w in parent.name.lower() for w in ("dist", "ddp", "worker")):  # type: ignore[attr-defined]
+            return True
+        child = parent
+    return False

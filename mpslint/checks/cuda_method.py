@@ -6,8 +6,9 @@ import ast
 from typing import Optional
 
 from mpslint.analysis.cuda_context import DEVICE
-from mpslint.checks.base import FixSpec, Rule, attribute_name_start, replace_span
-from mpslint.checks.rewriting import combined, cuda, picker
+from mpslint.checks.base import FixSpec, Rule
+from mpslint.checks.guard_rewrite import guarded_outcome
+from mpslint.checks.rewriting import cuda, movable, picker, to_device
 
 _TENSOR_KEYWORDS = ("device", "non_blocking", "memory_format")
 
@@ -28,30 +29,29 @@ class CudaMethod(Rule):
             return
         if context.in_mps_aware_choice(node, siblings=False):
             return
-        self.report(
-            node,
-            "`.cuda()` moves to CUDA only, so this never runs on MPS (and fails without CUDA); use `.to(device)`",
-            fix=self._fix(node),
-        )
+        message = "`.cuda()` moves to CUDA only, so this never runs on MPS (and fails without CUDA); use `.to(device)`"
+        guarded = guarded_outcome(self.ctx, node)
+        if guarded is None:
+            fix = self._fix(node)
+            if fix is None:
+                message += "; not fixed: " + (
+                    "it chooses a particular GPU" if not movable(node)
+                    else "torch is not imported at the top of the file, where the device picker would go")
+        else:
+            # Under `if use_cuda:` (use_cuda = torch.cuda.is_available()) `.to(device)` alone would still never run on a Mac.
+            fix = guarded.fix
+            if fix is None:
+                message += f"; not fixed: a CUDA availability test decides whether it runs, and {guarded.reason}"
+        self.report(node, message, fix=fix)
 
     def _fix(self, node: ast.Call) -> Optional[FixSpec]:
-        if node.args or any(k.arg not in ("non_blocking", "memory_format") for k in node.keywords):
+        if not movable(node):
             return None  # `.cuda(0)`, `.cuda(device=rank)`: a chosen GPU is not ours to change
         ref = picker(self.ctx).device_ref(node)
         if ref is None:
             return None
-        parts = [ref.text]
-        for item in node.keywords:
-            if item.arg == "non_blocking":
-                # Asynchronous copies between the host and MPS can corrupt data: keep them on CUDA only.
-                code = self.ctx.text(item.value)
-                parts.append("non_blocking=" + combined(item.value, code, f'{ref.type} == "cuda"'))
-        for item in node.keywords:
-            if item.arg == "memory_format":
-                parts.append("memory_format=" + self.ctx.text(item.value))
-        new = f"to({', '.join(parts)})"
-        start = attribute_name_start(self.ctx, node.func)  # type: ignore[arg-type]
-        return FixSpec.safe(f"Replace `.cuda()` with `.{new}`", replace_span(start, node, new), *ref.edits)
+        edit, new = to_device(self.ctx, node, ref)
+        return FixSpec.safe(f"Replace `.cuda()` with `.{new}`", edit, *ref.edits)
 
 
 def _tensor_cuda_signature(node: ast.Call) -> bool:

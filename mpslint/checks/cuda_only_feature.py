@@ -6,7 +6,7 @@ import ast
 
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.checks.base import Rule
-from mpslint.checks.rewriting import cuda
+from mpslint.checks.rewriting import cuda, cuda_guarded
 from mpslint.checks.torch_cuda_api import cuda_member
 from mpslint.knowledge import cuda_api
 
@@ -23,14 +23,22 @@ class CudaOnlyFeature(Rule):
         name = ctx.qualify(node.func) or ""
         member = cuda_member(ctx, node.func)
         if member is not None:
-            why = cuda_api.CUDA_ONLY.get(member.split(".", 1)[0])
+            first = member.split(".", 1)[0]
+            why = cuda_api.CUDA_ONLY.get(first)
             if why is not None and context.unguarded(node):
-                self.report(node, f"`torch.cuda.{member}` has no MPS equivalent ({why}); guard it with a CUDA check")
+                fix = cuda_guarded(ctx, node) if first in cuda_api.RAISES_WITHOUT_CUDA else None
+                self.report(node, f"`torch.cuda.{member}` has no MPS equivalent ({why}); guard it with a CUDA check", fix=fix)
             return
         if name in _DATA_PARALLEL and context.unguarded(node):
             self.report(node, "`nn.DataParallel` is CUDA-only: on MPS it does not even move the model; use `model.to(device)`")
             return
         last = (dotted_name(node.func) or "").rsplit(".", 1)[-1]
+        if last == "add_argument":
+            default = next((k.value for k in node.keywords if k.arg == "default"), None)
+            flags = " ".join(string_value(a) or "" for a in node.args)
+            if string_value(default) == "nccl" and "backend" in flags and context.unguarded(node):
+                self.report(default, 'the "nccl" backend is CUDA-only: a script run on one Mac fails to start with '
+                                     'this default; default to "gloo" when CUDA is not available')
         if last in ("init_process_group", "new_group"):
             backend = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "backend"), None)
             if string_value(backend) == "nccl" and context.unguarded(node):
@@ -41,6 +49,10 @@ class CudaOnlyFeature(Rule):
                 self.report(node, "`CUDA_VISIBLE_DEVICES` has no effect on MPS")
 
     def visit_Assign(self, node: ast.Assign) -> None:
+        if string_value(node.value) == "nccl" and any(_backend_name(t) for t in node.targets) \
+                and cuda(self.ctx).unguarded(node):
+            # `backend = "nccl"`: the default a script later passes to init_process_group
+            self.report(node.value, 'the "nccl" backend is CUDA-only; use "gloo" (with CPU tensors) when not on CUDA')
         for target in node.targets:
             if type(target) is ast.Subscript and string_value(target.slice) == "CUDA_VISIBLE_DEVICES":
                 owner = self.ctx.qualify(target.value) or dotted_name(target.value) or ""
@@ -56,3 +68,8 @@ class CudaOnlyFeature(Rule):
         module = node.module if node.module and not node.level else None
         if module and module.split(".", 1)[0] in _NVML and cuda(self.ctx).unguarded(node):
             self.report(node, "NVML (`pynvml`) only sees NVIDIA GPUs; it fails on a Mac")
+
+
+def _backend_name(target: ast.AST) -> bool:
+    name = target.id if type(target) is ast.Name else target.attr if type(target) is ast.Attribute else ""  # type: ignore[attr-defined]
+    return "backend" in name.lower()

@@ -109,6 +109,15 @@ def _short(table: KernelTable) -> str:
     return version_text(version_tuple(table.version))
 
 
+def _which(rule: Rule, table: KernelTable) -> str:
+    """``2.13 (the installed torch; no torch-version set)``: the torch a finding is about, and why that one."""
+    settings = rule.ctx.settings
+    if settings.torch_version is None:
+        where = "the newest torch mpslint knows" if str(table.source).startswith("bundled") else "the installed torch"
+        return f"{_short(table)} ({where}; no torch-version set)"
+    return f"{_short(table)} ({settings.torch_version_origin})" if settings.torch_version_origin else _short(table)
+
+
 class OpWithoutMpsKernel(Rule):
     TRIGGERS = tuple(sorted(_SURFACE_LASTS))
     # A qualified torch name, or a method matched on its name alone (surface.method), after its dot.
@@ -121,7 +130,7 @@ class OpWithoutMpsKernel(Rule):
             table = table or table_for(self)
             if table.has_mps_kernel(op) or op in table.explicit_cpu_fallbacks or table.is_composite(op):
                 continue
-            self.report(node, f"`{display}` runs aten::{op}, which has no MPS kernel in torch {_short(table)}: "
+            self.report(node, f"`{display}` runs aten::{op}, which has no MPS kernel in torch {_which(self, table)}: "
                               f"on mps it raises NotImplementedError unless PYTORCH_ENABLE_MPS_FALLBACK=1 sends it "
                               f"to the CPU{self._since(table, op)}")
             return
@@ -145,6 +154,6 @@ class OpCpuFallback(Rule):
         for display, op in reached_ops(self, node):
             table = table_for(self)
             if op in table.explicit_cpu_fallbacks and not table.has_mps_kernel(op):
-                self.report(node, f"`{display}` runs aten::{op}, which torch {_short(table)} always runs on the CPU "
+                self.report(node, f"`{display}` runs aten::{op}, which torch {_which(self, table)} always runs on the CPU "
                                   "on mps (an explicit fallback): every call copies its tensors to the host and back")
                 return

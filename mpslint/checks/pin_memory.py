@@ -79,6 +79,9 @@ class PinMemory(Rule):
             return
         if ctx.qualify(node.func) not in DATALOADERS:
             return
+        for item in node.keywords:
+            if item.arg is None and type(item.value) is ast.Name:
+                self._pinned_through(item.value, node)
         arg = keyword_node(node, "pin_memory")
         if arg is None or not (type(arg.value) is ast.Constant and arg.value.value is True) or guarded_by(ctx, node, CUDA_WORDS):
             return
@@ -87,6 +90,27 @@ class PinMemory(Rule):
                            replace(arg.value, condition)) if condition else None
         self.report(arg, "`pin_memory=True` has no effect on MPS (the DataLoader warns and ignores it); "
                          "pin only when the batches go to CUDA", fix=fix)
+
+    def _pinned_through(self, name: ast.Name, loader: ast.Call) -> None:
+        """``DataLoader(ds, **kwargs)`` with ``kwargs = {"num_workers": 1, "pin_memory": True}`` before it."""
+        ctx = self.ctx
+        scope = ctx.tree.scope_of(loader)
+        before = ctx.tree.index(loader)
+        found = None
+        for assign in ctx.tree.of_type(ast.Assign):
+            if ctx.tree.index(assign) >= before or ctx.tree.scope_of(assign) is not scope:
+                continue
+            if any(type(t) is ast.Name and t.id == name.id for t in assign.targets):  # type: ignore[attr-defined]
+                found = assign.value  # type: ignore[attr-defined]
+        if type(found) is not ast.Dict or guarded_by(ctx, found, CUDA_WORDS):
+            return  # `{"pin_memory": True} if use_cuda else {}` pins for CUDA only
+        for key, value in zip(found.keys, found.values):  # type: ignore[attr-defined]
+            if key is not None and type(key) is ast.Constant and key.value == "pin_memory" \
+                    and type(value) is ast.Constant and value.value is True:
+                condition = self._cuda_condition(value)
+                fix = FixSpec.safe(f"Pin memory only on CUDA: `{condition}`", replace(value, condition)) if condition else None
+                self.report(value, "`pin_memory` set to True in keyword arguments for a DataLoader has no effect on MPS "
+                                   "(the DataLoader warns and ignores it); pin only when the batches go to CUDA", fix=fix)
 
     def _cuda_condition(self, node: ast.AST) -> Optional[str]:
         if _device_in_scope(self.ctx, node):

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Optional, Tuple
 
 from mpslint.analysis.cuda_context import CudaContext
 from mpslint.analysis.device_picker import DevicePicker, torch_alias
-from mpslint.checks.base import Context
+from mpslint.checks.base import Context, NodeEdit, attribute_name_start, replace_span
 
 _SIMPLE = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
@@ -55,6 +55,16 @@ def alone(ctx: Context, statement: ast.AST) -> bool:
     return following is None or following.lineno > statement.end_lineno  # type: ignore[attr-defined]
 
 
+def first_statement(body) -> Optional[ast.stmt]:
+    """The first statement of a function body after its docstring."""
+    for position, stmt in enumerate(body):
+        if position == 0 and type(stmt) is ast.Expr and type(stmt.value) is ast.Constant \
+                and isinstance(stmt.value.value, str):  # type: ignore[attr-defined]
+            continue
+        return stmt
+    return None
+
+
 def starts_line(ctx: Context, statement: ast.AST) -> bool:
     """Nothing but indentation before ``statement`` on its line."""
     return not ctx.tree.line_text(statement.lineno)[: ctx.tree.start(statement)[1]].strip()  # type: ignore[attr-defined]
@@ -85,3 +95,40 @@ class _DefaultIndent:
                 if inner.startswith(outer) and len(inner) > len(outer):
                     self.value = inner[len(outer):]
                     return
+
+
+def movable(node: ast.Call) -> bool:
+    """``.cuda()`` with no GPU chosen: ``.to(device)`` says the same."""
+    return not node.args and all(k.arg in ("non_blocking", "memory_format") for k in node.keywords)
+
+
+def to_device(ctx, node: ast.Call, ref) -> Tuple[NodeEdit, str]:
+    """The edit turning ``x.cuda(...)`` into ``x.to(<ref>, ...)``, and the new call's text after the dot."""
+    parts = [ref.text]
+    for item in node.keywords:
+        if item.arg == "non_blocking":
+            # Asynchronous copies between the host and MPS can corrupt data: keep them on CUDA only.
+            code = ctx.text(item.value)
+            parts.append("non_blocking=" + combined(item.value, code, f'{ref.type} == "cuda"'))
+    for item in node.keywords:
+        if item.arg == "memory_format":
+            parts.append("memory_format=" + ctx.text(item.value))
+    new = f"to({', '.join(parts)})"
+    start = attribute_name_start(ctx, node.func)  # type: ignore[arg-type]
+    return replace_span(start, node, new), new
+
+
+def cuda_guarded(ctx: Context, call: ast.Call) -> Optional["FixSpec"]:
+    """A CUDA-only call alone on its line -> the same call under ``if torch.cuda.is_available():``.
+
+    Safe: it still runs wherever CUDA is, and it raised everywhere else.
+    """
+    from mpslint.checks.base import FixSpec, replace
+
+    statement = lone_statement(ctx, call)
+    torch = torch_name(ctx)
+    if statement is None or torch is None:
+        return None
+    inner = indent_of(ctx, statement) + default_indent(ctx)
+    text = f"if {torch}.cuda.is_available():\n{inner}{ctx.text(statement)}"
+    return FixSpec.safe("Call it only where CUDA is available", replace(statement, text))

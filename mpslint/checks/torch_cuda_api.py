@@ -8,9 +8,9 @@ from typing import Optional
 from mpslint.analysis.syntax import dotted_name
 from mpslint.checks.base import FixSpec, NodeEdit, Rule, replace
 from mpslint.checks.cuda_imports import report_unused_import
-from mpslint.checks.rewriting import cuda, default_indent, indent_of, lone_statement, picker, torch_name
+from mpslint.checks.rewriting import cuda, cuda_guarded, default_indent, indent_of, lone_statement, picker, torch_name
 from mpslint.knowledge import cuda_api
-from mpslint.knowledge.cuda_api import floor_of
+from mpslint.knowledge.cuda_api import RAISES_WITHOUT_CUDA, floor_of
 
 
 def cuda_member(ctx, node: ast.AST) -> Optional[str]:
@@ -60,6 +60,8 @@ class TorchCudaApi(Rule):
             return FixSpec.safe("Synchronize the current accelerator, if there is one", replace(statement, text))
         if api.fix in ("accelerator-sync", "per-device"):
             return self._fix_per_device(node, api, torch)
+        if api.fix == "none" and api.name in RAISES_WITHOUT_CUDA:
+            return cuda_guarded(self.ctx, node)  # reset_peak_memory_stats() next to a migrated synchronize()
         return None
 
     def _fix_per_device(self, node: ast.Call, api: cuda_api.CudaApi, torch: str) -> Optional[FixSpec]:

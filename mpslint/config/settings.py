@@ -31,6 +31,8 @@ class Settings:
 
     select: FrozenSet[str] = field(default_factory=every_rule)
     torch_version: Optional[TorchVersion] = None
+    # Where the floor came from, for messages ("torch>=2.4 in requirements.txt"); not a config key.
+    torch_version_origin: str = field(default="", metadata={"config": False})
     device_helper: str = "inline"
     report_interval_guarded: bool = False
 

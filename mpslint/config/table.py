@@ -11,7 +11,7 @@ from mpslint.config.project import DEFAULT_EXCLUDE, ProjectConfig
 from mpslint.config.selectors import resolve_selectors
 from mpslint.config.settings import ConfigError, Overrides, Settings, every_rule
 from mpslint.config.toml_file import mpslint_table, read_toml
-from mpslint.config.torch_floor import infer_torch_version
+from mpslint.config.torch_floor import infer_torch_floor
 from mpslint.config.torch_version import check_torch_floor
 from mpslint.config.values import codes_in, coerce_field, settings_fields, string_list
 
@@ -68,10 +68,13 @@ def build_config(
             warnings.append(f"{source}: {warning}")
     if overrides.torch_version is not None:
         values["torch_version"] = overrides.torch_version
-    elif values.get("torch_version") is None and infer_torch:
-        inferred = infer_torch_version(root)
+        values["torch_version_origin"] = "--torch-version"
+    elif values.get("torch_version") is not None:
+        values["torch_version_origin"] = f"torch-version in {path.name if path is not None else 'the configuration'}"
+    elif infer_torch:
+        inferred = infer_torch_floor(root)
         if inferred is not None:
-            values["torch_version"] = inferred
+            values["torch_version"], values["torch_version_origin"] = inferred
     settings = Settings(select=frozenset(codes), **values)
 
     per_file: List[PerFileIgnore] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from mpslint.config.settings import ConfigError, TorchVersion
 from mpslint.config.toml_file import read_toml
@@ -42,7 +42,13 @@ def requirement_files(root: Path) -> List[str]:
 
 def infer_torch_version(root: Path) -> Optional[TorchVersion]:
     """The lowest torch floor the project at ``root`` declares, or None."""
-    requirements: List[str] = []
+    found = infer_torch_floor(root)
+    return found[0] if found is not None else None
+
+
+def infer_torch_floor(root: Path) -> Optional[Tuple[TorchVersion, str]]:
+    """The lowest torch floor the project at ``root`` declares, and where (``torch>=2.4 in requirements.txt``)."""
+    requirements: List[Tuple[str, str]] = []
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         try:
@@ -52,17 +58,18 @@ def infer_torch_version(root: Path) -> Optional[TorchVersion]:
         if isinstance(project, dict):
             deps = project.get("dependencies", [])
             if isinstance(deps, list):
-                requirements.extend(d for d in deps if isinstance(d, str))
+                requirements.extend((d, "pyproject.toml") for d in deps if isinstance(d, str))
             optional = project.get("optional-dependencies", {})
             if isinstance(optional, dict):
                 for group in optional.values():
                     if isinstance(group, list):
-                        requirements.extend(d for d in group if isinstance(d, str))
+                        requirements.extend((d, "pyproject.toml") for d in group if isinstance(d, str))
     for name in requirement_files(root):
         try:
             with open(root / name, encoding="utf-8", errors="replace") as handle:
-                requirements.extend(line.split("#", 1)[0] for line in handle)
+                requirements.extend((line.split("#", 1)[0], name) for line in handle)
         except OSError:
             continue
-    floors = [f for f in (requirement_floor(r) for r in requirements) if f is not None]
+    floors = [(floor, f"{line.strip()} in {name}") for line, name in requirements
+              for floor in (requirement_floor(line),) if floor is not None]
     return min(floors) if floors else None

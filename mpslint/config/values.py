@@ -22,7 +22,8 @@ _DEVICE_HELPER = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
 
 def settings_fields() -> Dict[str, str]:
     """Config key -> Settings field, for every field a config sets directly (``select`` is layered instead)."""
-    return {f.name.replace("_", "-"): f.name for f in dataclasses.fields(Settings) if f.name != "select"}
+    return {f.name.replace("_", "-"): f.name for f in dataclasses.fields(Settings)
+            if f.name != "select" and f.metadata.get("config", True)}
 
 
 def string_list(value: Any, key: str, source: str) -> Tuple[str, ...]:

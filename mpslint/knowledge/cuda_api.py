@@ -32,11 +32,12 @@ from typing import Dict, Optional, Tuple
 
 Version = Tuple[int, int]
 
-# Fixes need to know which torch the rewritten code must run on. With no
-# torch-version configured (or inferred), mpslint assumes a current torch, as
-# the version-gated rules of the other families do; the inline device picker
-# stays torch 2.0 compatible regardless (README.md, "Migrating a CUDA script").
-ASSUMED_FLOOR: Version = (2, 13)
+# Fixes need to know which torch the rewritten code must run on. A project
+# that declares no floor may well predate torch.accelerator (2.6) or MPS
+# autocast (2.5): rewriting it for a current torch would break it where it
+# ran. So fixes assume torch 2.0, the oldest the inline device picker supports,
+# and the run summary says so (README.md, "Migrating a CUDA script").
+ASSUMED_FLOOR: Version = (2, 0)
 
 
 def floor_of(torch_version: Optional[Tuple[int, ...]]) -> Version:
@@ -139,6 +140,14 @@ CUDA_ONLY: Dict[str, str] = {
     "GreenContext": "CUDA-only",
 }
 
+# torch.cuda functions that raise without CUDA (checked on a CPU-only torch 2.13): as a statement of their
+# own they can run under `if torch.cuda.is_available():`, which changes nothing where CUDA is.
+RAISES_WITHOUT_CUDA = frozenset({
+    "reset_peak_memory_stats", "reset_max_memory_allocated", "reset_accumulated_memory_stats", "set_rng_state",
+    "set_per_process_memory_fraction", "ipc_collect", "set_sync_debug_mode", "nvtx", "profiler", "memory_summary",
+    "set_stream", "synchronize", "current_device", "get_rng_state", "mem_get_info",
+})
+
 # MPS107: legacy typed constructors and the dtype each creates.
 LEGACY_TENSOR_TYPES: Dict[str, str] = {
     "FloatTensor": "float32",
@@ -169,3 +178,4 @@ AMP_GRAD_SCALER_MPS: Version = (2, 8)  # GradScaler("mps") unscales without floa
 AMP_AUTOCAST_MPS: Version = (2, 5)  # torch.autocast("mps"): older torch raises for the device type
 AMP_AUTOCAST_MPS_BFLOAT16: Version = (2, 6)
 ACCELERATOR_ONE_LINER: Version = (2, 7)  # current_accelerator(check_available=True)
+ACCELERATOR_IS_AVAILABLE: Version = (2, 6)  # torch.accelerator.is_available()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from mpslint.diagnostic import Applicability, Diagnostic
 from mpslint.output import fix_applicable
@@ -41,23 +41,65 @@ def summary(remaining: Sequence[Diagnostic], fixed: int, *, unsafe: bool, fixing
     return lines
 
 
-def statistics_rows(diagnostics: Sequence[Diagnostic], unsafe: bool) -> List[Tuple[int, str, str, str]]:
+def floor_note(floors: Sequence[Tuple[Optional[Tuple[int, int]], str]], assumed: Tuple[int, int]) -> str:
+    """Which torch the fixes were written for, and where that came from: one line.
+
+    ``floors`` holds (floor, origin) for each file fixed or offered a fix; a
+    file without a floor got fixes for ``assumed``.
+    """
+    counts: Counter = Counter(floors)
+    if not counts:
+        return ""
+
+    def one(floor, origin) -> str:
+        if floor is None:
+            return f"torch {floor_text(assumed)} (no torch-version set and no torch requirement found)"
+        return f"torch {floor_text(floor)} ({origin})" if origin else f"torch {floor_text(floor)}"
+
+    if len(counts) == 1:
+        (floor, origin), = counts
+        text = f"Fixes target {one(floor, origin)}."
+    else:
+        parts = [f"{one(floor, origin)} for {plural(n, 'file')}" for (floor, origin), n in
+                 sorted(counts.items(), key=lambda item: (item[0][0] or (0, 0), item[0][1]))]
+        text = "Fixes target " + "; ".join(parts) + "."
+    if any(floor is None for floor, _ in counts):
+        text += " Set torch-version (or require torch>=X.Y) to allow rewrites for a newer torch."
+    return text
+
+
+def floor_text(version: Tuple[int, int]) -> str:
+    return f"{version[0]}.{version[1]}"
+
+
+def statistics_rows(diagnostics: Sequence[Diagnostic], unsafe: bool) -> List[Tuple[int, str, str, str, int]]:
+    """(count, code, mark, name, fixable count) per code, most frequent first.
+
+    The mark follows Ruff's (https://github.com/astral-sh/ruff/pull/21513):
+    ``[*]`` when every finding of the code is fixable with the flags given,
+    ``[~]`` when some are, ``[-]`` when none is but ``--unsafe-fixes`` would
+    fix some, ``[ ]`` otherwise.
+    """
     from mpslint import registry
 
     counts: Counter = Counter(d.code for d in diagnostics)
-    marks: Dict[str, str] = {}
-    for d in diagnostics:
-        if fix_applicable(d, unsafe):
+    fixable: Counter = Counter(d.code for d in diagnostics if fix_applicable(d, unsafe))
+    hidden: Counter = Counter(
+        d.code for d in diagnostics
+        if not unsafe and d.fix is not None and d.fix.edits and d.fix.applicability is Applicability.UNSAFE
+    )
+    rows = []
+    for code, count in counts.items():
+        now = fixable[code]
+        if now == count:
             mark = "[*]"
-        elif d.fix is not None and d.fix.edits and d.fix.applicability is Applicability.UNSAFE:
+        elif now:
+            mark = "[~]"
+        elif hidden[code]:
             mark = "[-]"
         else:
             mark = "[ ]"
-        # A code is as fixable as its most fixable finding.
-        order = {"[*]": 0, "[-]": 1, "[ ]": 2}
-        if d.code not in marks or order[mark] < order[marks[d.code]]:
-            marks[d.code] = mark
-    rows = [(count, code, marks[code], registry.name_of(code)) for code, count in counts.items()]
+        rows.append((count, code, mark, registry.name_of(code), now))
     rows.sort(key=lambda r: (-r[0], r[1]))
     return rows
 
@@ -65,13 +107,13 @@ def statistics_rows(diagnostics: Sequence[Diagnostic], unsafe: bool) -> List[Tup
 def statistics(diagnostics: Sequence[Diagnostic], *, unsafe: bool, as_json: bool) -> str:
     rows = statistics_rows(diagnostics, unsafe)
     if as_json:
-        data = [{"code": c, "name": n, "count": k, "fixable": m == "[*]"} for k, c, m, n in rows]
+        data = [{"code": c, "name": n, "count": k, "fixable": f == k, "fixable_count": f} for k, c, m, n, f in rows]
         return json.dumps(data, indent=2) + "\n"
     if not rows:
         return ""
     width = max(len(str(r[0])) for r in rows)
     code_width = max(len(r[1]) for r in rows)
-    return "".join(f"{k:>{width}}\t{c:<{code_width}}\t{m}\t{n}\n" for k, c, m, n in rows)
+    return "".join(f"{k:>{width}}\t{c:<{code_width}}\t{m}\t{n}\n" for k, c, m, n, _ in rows)
 
 
 def show_fixes(fixed: Sequence[Tuple[str, Counter]]) -> str:
