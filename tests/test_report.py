@@ -22,8 +22,9 @@ FIXTURES = ROOT / "fixtures"
 
 @pytest.fixture
 def repo(tmp_path, monkeypatch):
-    """A copy of the fixtures (a realistic little CUDA code base) as the working directory."""
+    """A copy of the fixtures (a realistic little CUDA code base, for a current torch) as the working directory."""
     shutil.copytree(FIXTURES, tmp_path / "code")
+    (tmp_path / "code" / "requirements.txt").write_text("torch>=2.13\n")
     return enter(tmp_path, monkeypatch)
 
 

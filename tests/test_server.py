@@ -192,6 +192,7 @@ async def test_the_server_needs_its_extra(tmp_path):
 
 @run_async
 async def test_open_publishes_what_the_command_line_reports(tmp_path):
+    (tmp_path / "requirements.txt").write_text("torch>=2.13\n")  # the fixture's AMP fixes need a current torch
     path = tmp_path / "train_cuda.py"
     path.write_text(TRAIN_CUDA.read_text())
     expected = cli_diagnostics(path, tmp_path)
@@ -307,6 +308,7 @@ async def test_applying_a_fix_gives_the_fixers_text(tmp_path):
 
 @run_async
 async def test_fix_all_is_what_mpslint_fix_writes(tmp_path):
+    (tmp_path / "requirements.txt").write_text("torch>=2.13\n")  # the fixture's AMP fixes need a current torch
     path = tmp_path / "train_cuda.py"
     path.write_text(TRAIN_CUDA.read_text().replace("\n", "\r\n"))  # and line endings are kept
     cli_copy = tmp_path / "cli" / "train_cuda.py"

@@ -253,7 +253,7 @@ def _rule_rows(diagnostics, safe, unsafe) -> List[RuleRow]:
         fixed_unsafe.update(counts)
     rows = []
     # The counts and marks are `mpslint --statistics`'s own, in its order.
-    for count, code, mark, name in statistics_rows(everything, unsafe=False):
+    for count, code, mark, name, _ in statistics_rows(everything, unsafe=False):
         doc = catalog.find(code)
         rows.append(RuleRow(code, name or registry.name_of(code), doc.summary if doc else "", impacts.impact_of(code),
                             count=count, files=files[code], fixed=fixed[code], fixed_unsafe=fixed_unsafe[code],
