@@ -301,6 +301,7 @@ class _Reader:
         self._space()
         if self.text[self.position:self.position + 1] != char:
             if message is not None and self.position < len(self.text):
+                self._value()  # not JSON at all (a merge conflict marker): say where
                 raise NotebookError(f"not a Jupyter notebook: {message}")
             raise self._error(f"Expecting '{char}'" if self.position < len(self.text) else "Unexpected end of file")
         self.position += 1
