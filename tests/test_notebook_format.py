@@ -229,3 +229,12 @@ def test_lines_inserted_where_a_cell_ends_go_to_that_cell():
 def test_deleting_the_last_line_of_a_cell_takes_its_line_break():
     program, _ = Program.of([(1, "a = 1\nb = 2"), (2, "c = 3")])
     assert program.cell_edit(Edit(Location(2, 1), Location(3, 1), "")) == (1, 5, 11, "")
+
+
+def test_an_unclosed_bracket_is_reported_in_its_own_cell():
+    from mpslint.config import Settings
+    from mpslint.notebook.lint import check_sources
+
+    checked = check_sources([(1, "import torch\nx = torch.ones(2, (3,"), (2, "y = 1"), (3, "z = torch.ones(2).cuda()")], "nb.ipynb", Settings())
+    assert [(d.code, d.cell) for d in checked.diagnostics] == [("MPS000", 1), ("MPS101", 3)]
+    assert checked.broken == {1}

@@ -81,7 +81,18 @@ class PythonCell:
         return False
 
 
-def as_python(source: str) -> PythonCell:
+# Text that may be an IPython escape; a cell without any is Python or has a real syntax error.
+_MAYBE_ESCAPE = re.compile(r"^[ \t]*[%!?]|\?[ \t]*(?:#.*)?$|=[ \t]*[!%]", re.MULTILINE)
+
+
+def may_have_escapes(source: str) -> bool:
+    return _MAYBE_ESCAPE.search(source) is not None
+
+
+def as_python(source: str, *, parse: bool = True) -> PythonCell:
+    """The cell as Python; with ``parse=False`` a cell with no escape-like text is taken as it is, unparsed."""
+    if not parse and not may_have_escapes(source):
+        return PythonCell(source, ())
     text = source
     escapes: List[Tuple[int, int]] = []
     for _ in range(source.count("\n") + source.count("\r") + 2):

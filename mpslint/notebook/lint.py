@@ -31,6 +31,15 @@ if TYPE_CHECKING:
     from mpslint.runner import FileResult, Mode
 
 INTERNAL_ERROR = "MPS900"
+# Rules whose premise does not hold in a notebook. MPS403: spawned workers re-import the main *script*;
+# a notebook's cells are not re-run by them, so an `if __name__ == "__main__":` guard is not the answer there.
+NOT_FOR_NOTEBOOKS = frozenset({"MPS403"})
+
+
+def notebook_settings(settings: Settings) -> Settings:
+    if settings.select & NOT_FOR_NOTEBOOKS:
+        return settings.with_codes(settings.select - NOT_FOR_NOTEBOOKS)
+    return settings
 
 
 @dataclass
@@ -63,16 +72,19 @@ def python_sources(notebook: Notebook) -> List[Tuple[int, str]]:
 def check_sources(sources: Sequence[Tuple[int, str]], path: str, settings: Settings) -> NotebookCheck:
     from mpslint.engine import check_text
 
-    program, left_out = Program.of(sources)
+    # Cells are parsed alone only when the program does not parse as a whole (or may hold IPython escapes):
+    # most notebooks then cost one parse of their code, as a script does.
+    program, left_out = Program.of(sources, parse=False)
+    result = check_text(program.text, path, settings)
+    if not result.parsed:
+        program, left_out = Program.of(sources)
+        result = check_text(program.text, path, settings)
     broken = {number for number, _ in left_out}
     diagnostics: List[Diagnostic] = []
     for number, python in left_out:
         for d in check_text(python.text, path, settings).diagnostics:
             diagnostics.append(replace(d, cell=number, noqa_row=None))
-    while True:
-        result = check_text(program.text, path, settings)
-        if result.parsed or not program.cells:
-            break
+    while not result.parsed and program.cells:
         # Every cell parses alone but the program does not: the cell where it fails is the one to report.
         failure = result.diagnostics[0]
         cell, location = program.in_cell(failure.location)
@@ -81,6 +93,7 @@ def check_sources(sources: Sequence[Tuple[int, str]], path: str, settings: Setti
         diagnostics.append(replace(failure, location=location, end_location=location, noqa_row=None, cell=cell.number))
         broken.add(cell.number)
         program = program.without(cell.number)
+        result = check_text(program.text, path, settings)
     in_program = result.diagnostics if result.parsed else []
     for d in in_program:
         diagnostics.append(d if d.code == INTERNAL_ERROR else program.to_cells(d))
@@ -151,6 +164,7 @@ def process_notebook(data: bytes, display: str, settings: Settings, mode: "Mode"
     except NotebookError as exc:
         return FileResult(display, [unreadable(display, exc)])
     sources = python_sources(notebook)
+    settings = notebook_settings(settings)
     if not mode.fixing:
         return FileResult(display, check_sources(sources, display, settings).diagnostics)
 

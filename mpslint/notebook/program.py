@@ -54,12 +54,16 @@ class Program:
         self._starts = line_starts(self.text)
 
     @classmethod
-    def of(cls, sources: Sequence[Tuple[int, str]]) -> Tuple["Program", List[Tuple[int, PythonCell]]]:
-        """The program of ``(cell number, source)`` pairs, and the cells left out for a syntax error."""
+    def of(cls, sources: Sequence[Tuple[int, str]], *, parse: bool = True) -> Tuple["Program", List[Tuple[int, PythonCell]]]:
+        """The program of ``(cell number, source)`` pairs, and the cells left out for a syntax error.
+
+        With ``parse=False`` only cells with escape-like text are parsed alone; the
+        program's own parse then tells whether any cell has a syntax error.
+        """
         cells: List[ProgramCell] = []
         broken: List[Tuple[int, PythonCell]] = []
         for number, source in sources:
-            python = as_python(source)
+            python = as_python(source, parse=parse)
             if python.error is not None:
                 broken.append((number, python))
             else:
