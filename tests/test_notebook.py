@@ -282,3 +282,13 @@ def test_checking_python_files_does_not_import_the_notebook_code(work):
 def test_pre_commit_hooks_pass_notebooks():
     hooks = (Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml").read_text()
     assert hooks.count("types_or: [python, pyi, jupyter]") == 2
+
+
+def test_unguarded_workers_are_not_reported_in_notebooks(work):
+    nb = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                     "source": ["import torch\n", "from torch.utils.data import DataLoader\n", "loader = DataLoader(range(8), num_workers=2)"]}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 4}
+    (work / "w.ipynb").write_text(json.dumps(nb))
+    (work / "w.py").write_text("".join(nb["cells"][0]["source"]) + "\n")
+    output = run("--no-cache", "w.ipynb", "w.py").stdout
+    assert [line.split(":")[0] for line in output.splitlines() if "MPS403" in line] == ["w.py"]
