@@ -194,9 +194,12 @@ def test_diff_shows_which_cell_changes(work):
 def test_a_cell_with_a_syntax_error_leaves_the_rest_checked_and_fixed(work):
     path = copy("syntax_error.ipynb", work)
     result = run("--no-cache", "syntax_error.ipynb")
-    assert heads(result.stdout) == ["syntax_error.ipynb:cell 2:1:1: MPS000", "syntax_error.ipynb:cell 3:1:5: MPS101"]
+    syntax = re.compile(r"syntax_error\.ipynb:cell 2:1:\d+: MPS000")  # the column is the running Python's
+    first, second = heads(result.stdout)
+    assert syntax.fullmatch(first) and second == "syntax_error.ipynb:cell 3:1:5: MPS101"
     fixed = run("--no-cache", "--fix", "syntax_error.ipynb")
-    assert heads(fixed.stdout) == ["syntax_error.ipynb:cell 2:1:1: MPS000"]
+    assert [h for h in heads(fixed.stdout) if not syntax.fullmatch(h)] == []
+    assert len(heads(fixed.stdout)) == 1
     cells = json.loads(path.read_text())["cells"]
     assert cells[1]["source"] == ['print "a Python 2 cell"']
     assert "".join(cells[2]["source"]).startswith("y = x.to(DEVICE)")
