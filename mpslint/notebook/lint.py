@@ -172,7 +172,6 @@ def process_notebook(data: bytes, display: str, settings: Settings, mode: "Mode"
     new_text = notebook.with_sources(outcome.sources) if outcome.fixed else text
     result = FileResult(display, outcome.check.diagnostics, fixed=outcome.fixed, warning=outcome.error, text=new_text)
     if new_text == text:
-        result.fixed = Counter() if not outcome.fixed else outcome.fixed
         return result
     if mode.diff:
         result.diff = cell_diff(notebook, outcome.sources, display)
