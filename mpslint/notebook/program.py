@@ -76,6 +76,8 @@ class Program:
     # --- positions -------------------------------------------------------------
 
     def offset(self, location: Location) -> int:
+        if location.row > len(self._starts):
+            return len(self.text)
         return min(offset_of(self._starts, location.row, location.column), len(self.text))
 
     def cell_at(self, offset: int, *, end: bool = False) -> Optional[ProgramCell]:
