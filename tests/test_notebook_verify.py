@@ -57,7 +57,7 @@ def test_verify_simulate_runs_the_cells_and_reports_by_cell(tmp_path):
     assert result.exit_code == 1
     report = json.loads(result.stdout)
     assert report["script"] == str(notebook)
-    assert report["exit_code"] == 0
+    assert report["script_exit_code"] == 0
     assert [(s["kind"], s["hot"], s["location"]) for s in report["syncs"]] == [
         ("item", True, {"filename": str(notebook), "cell": 6, "row": 9})
     ]
