@@ -199,7 +199,7 @@ def diagnostic_to_json(d: Diagnostic) -> Dict[str, Any]:
         fix = {
             "message": d.fix.message,
             "applicability": d.fix.applicability.value,
-            "edits": [[_loc(e.start), _loc(e.end), e.content] for e in d.fix.edits],
+            "edits": [[_loc(e.start), _loc(e.end), e.content, e.cell] for e in d.fix.edits],
         }
     return {
         "code": d.code,
@@ -210,6 +210,7 @@ def diagnostic_to_json(d: Diagnostic) -> Dict[str, Any]:
         "fix": fix,
         "noqa_row": d.noqa_row,
         "detail": d.detail,
+        "cell": d.cell,
     }
 
 
@@ -220,7 +221,7 @@ def diagnostic_from_json(data: Dict[str, Any]) -> Diagnostic:
         fix = Fix(
             raw["message"],
             Applicability(raw["applicability"]),
-            tuple(Edit(Location(*start), Location(*end), str(content)) for start, end, content in raw["edits"]),
+            tuple(Edit(Location(*edit[0]), Location(*edit[1]), str(edit[2]), cell=_cell(edit[3:])) for edit in raw["edits"]),
         )
     return Diagnostic(
         str(data["code"]),
@@ -231,4 +232,9 @@ def diagnostic_from_json(data: Dict[str, Any]) -> Diagnostic:
         fix=fix,
         noqa_row=data["noqa_row"],
         detail=data.get("detail"),
+        cell=data.get("cell"),
     )
+
+
+def _cell(rest) -> Optional[int]:
+    return int(rest[0]) if rest and rest[0] is not None else None

@@ -38,9 +38,11 @@ class Edit:
     start: Location
     end: Location
     content: str
+    # In a notebook: the cell this edit changes (its rows are counted from that cell's first line).
+    cell: Optional[int] = None
 
-    def sort_key(self) -> Tuple[Location, Location]:
-        return (self.start, self.end)
+    def sort_key(self) -> Tuple[int, Location, Location]:
+        return (self.cell or 0, self.start, self.end)
 
 
 @dataclass(frozen=True)
@@ -66,9 +68,12 @@ class Diagnostic:
     noqa_row: Optional[int] = None
     # Set on findings of the engine itself (MPS900): the rule that crashed.
     detail: Optional[str] = field(default=None, compare=False)
+    # In a notebook: the 1-based cell number (every cell counts, as in Jupyter and Ruff); rows are then
+    # counted from that cell's first line.
+    cell: Optional[int] = None
 
-    def sort_key(self) -> Tuple[str, int, int, str]:
-        return (self.filename, self.location.row, self.location.column, self.code)
+    def sort_key(self) -> Tuple[str, int, int, int, str]:
+        return (self.filename, self.cell or 0, self.location.row, self.location.column, self.code)
 
     @property
     def fixable(self) -> bool:
@@ -85,3 +90,9 @@ def io_error(filename: str, message: str) -> Diagnostic:
     """
     start = Location(1, 1)
     return Diagnostic(IO_ERROR, message, filename, start, start)
+
+
+def where(d: Diagnostic) -> str:
+    """``path:row:col``, or ``path:cell N:row:col`` in a notebook (Ruff's form)."""
+    cell = f"cell {d.cell}:" if d.cell is not None else ""
+    return f"{d.filename}:{cell}{d.location.row}:{d.location.column}"

@@ -1,4 +1,7 @@
-"""Which files a run checks: walk the given paths, honour excludes and ``.gitignore``.
+"""Which files a run checks: walk the given paths, honour includes, excludes and ``.gitignore``.
+
+A directory walk checks the files matching ``include`` (default ``*.py``,
+``*.pyi``, ``*.ipynb``, as Ruff) and ``extend-include``.
 
 Explicitly named files are always checked (even excluded or ignored ones, like
 Ruff) unless ``force_exclude`` is set, which is what pre-commit needs: it
@@ -179,7 +182,7 @@ def _walk(
                 is_dir = entry.is_dir()  # follows symlinks
             except OSError:
                 is_dir = False
-            if not is_dir and not entry.name.endswith(PYTHON_SUFFIXES):
+            if not is_dir and not config.is_included(child_abs):
                 continue
             if config.is_excluded(child_abs):
                 continue

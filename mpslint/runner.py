@@ -365,6 +365,12 @@ def process_bytes_safely(data: bytes, display: str, settings: Settings, mode: Mo
 
 def process_bytes(data: bytes, display: str, settings: Settings, mode: Mode, *, target: Optional[str] = None) -> FileResult:
     """Check or fix one file's bytes; with ``mode.fix`` and a ``target``, write the fixed file there."""
+    from mpslint.notebook import is_notebook
+
+    if is_notebook(display):
+        from mpslint.notebook.lint import process_notebook
+
+        return process_notebook(data, display, settings, mode, target=target)
     from mpslint.source import DecodeError, SourceText
 
     try:

@@ -76,7 +76,9 @@ def test_full_pads_with_the_line_own_tabs():
 def test_json_fields_follow_ruff():
     data = json.loads(render("json", [D_SAFE, D_MULTI], opts()))
     first = data[0]
-    assert set(first) == {"code", "name", "message", "filename", "location", "end_location", "noqa_row", "url", "fix"}
+    # Ruff's fields; `cell` is null outside notebooks, as in Ruff.
+    assert set(first) == {"cell", "code", "name", "message", "filename", "location", "end_location", "noqa_row", "url", "fix"}
+    assert first["cell"] is None
     assert first["code"] == "MPS990" and first["name"] == "test-cuda-call"
     assert first["filename"] == os.path.abspath("pkg/a.py")
     assert first["location"] == {"row": 3, "column": 5}

@@ -17,7 +17,7 @@ The names below are the package's public API.
 """
 
 from mpslint.config.globs import PerFileIgnore, glob_match
-from mpslint.config.project import DEFAULT_EXCLUDE, ProjectConfig
+from mpslint.config.project import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, ProjectConfig
 from mpslint.config.resolver import ConfigResolver
 from mpslint.config.selectors import engine_codes, resolve_selectors, select_codes
 from mpslint.config.settings import ConfigError, Overrides, Settings, TorchVersion
@@ -30,6 +30,7 @@ from mpslint.config.values import validate_device_helper
 __all__ = [
     "CONFIG_FILES",
     "DEFAULT_EXCLUDE",
+    "DEFAULT_INCLUDE",
     "FIRST_MPS_TORCH",
     "ConfigError",
     "ConfigResolver",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, Optional, Tuple
@@ -17,6 +18,8 @@ DEFAULT_EXCLUDE: Tuple[str, ...] = (
     ".tox", ".venv", ".vscode", "__pypackages__", "__pycache__", "_build", "buck-out", "build", "dist",
     "node_modules", "site-packages", "venv",
 )
+# The files a directory walk checks (Ruff's default without `pyproject.toml`, which mpslint does not check).
+DEFAULT_INCLUDE: Tuple[str, ...] = ("*.py", "*.pyi", "*.ipynb")
 
 
 @dataclass
@@ -35,11 +38,15 @@ class ProjectConfig:
     extend_exclude: Tuple[str, ...] = ()
     respect_gitignore: bool = True
     warnings: Tuple[str, ...] = ()
+    include: Tuple[str, ...] = DEFAULT_INCLUDE
+    extend_include: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self._by_codes: Dict[FrozenSet[str], Settings] = {}
         self._root_prefix = os.path.join(os.path.abspath(self.root), "")
         self._exclude_matcher: Optional[Callable[[str], bool]] = None
+        self._include_matcher: Optional[Callable[[str], bool]] = None
+        self._include_by_name = False
 
     def relative(self, path: Path) -> str:
         """``path`` relative to the root, with ``/``; absolute when outside the root."""
@@ -65,6 +72,21 @@ class ProjectConfig:
         if cached is None:
             cached = self._by_codes[codes] = self.settings.with_codes(codes)
         return cached
+
+    def is_included(self, path: Path) -> bool:
+        """Whether a file met while walking a directory is checked (files named on the command line always are)."""
+        if self._include_matcher is None:
+            patterns = tuple(self.include) + tuple(self.extend_include)
+            suffixes = [p[1:] for p in patterns if re.fullmatch(r"\*\.[\w.]+", p)]
+            if len(suffixes) == len(patterns):  # `*.py`-style patterns only: the name says it, no path needed
+                ends = tuple(suffixes)
+                self._include_matcher = lambda name: name.endswith(ends)
+                self._include_by_name = True
+            else:
+                self._include_matcher = matcher(patterns)
+        if self._include_by_name:
+            return self._include_matcher(path.name)
+        return self._include_matcher(self.relative(path))
 
     def exclude_patterns(self) -> Tuple[str, ...]:
         return tuple(self.exclude) + tuple(self.extend_exclude)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from mpslint.config.globs import PerFileIgnore
-from mpslint.config.project import DEFAULT_EXCLUDE, ProjectConfig
+from mpslint.config.project import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, ProjectConfig
 from mpslint.config.selectors import resolve_selectors
 from mpslint.config.settings import ConfigError, Overrides, Settings, every_rule
 from mpslint.config.toml_file import mpslint_table, read_toml
@@ -17,7 +17,9 @@ from mpslint.config.values import codes_in, coerce_field, settings_fields, strin
 
 # Keys with their own handling; every other key maps onto a Settings field.
 _SELECTION_KEYS = ("select", "ignore", "extend-select")
-_SPECIAL_KEYS = _SELECTION_KEYS + ("per-file-ignores", "exclude", "extend-exclude", "respect-gitignore")
+_SPECIAL_KEYS = _SELECTION_KEYS + (
+    "per-file-ignores", "exclude", "extend-exclude", "include", "extend-include", "respect-gitignore",
+)
 
 
 def build_config(
@@ -92,6 +94,8 @@ def build_config(
     if overrides.exclude is not None:
         exclude = overrides.exclude
     extend = string_list(table.get("extend-exclude", []), "extend-exclude", source) + overrides.extend_exclude
+    include = string_list(table["include"], "include", source) if "include" in table else DEFAULT_INCLUDE
+    extend_include = string_list(table.get("extend-include", []), "extend-include", source)
     respect = table.get("respect-gitignore", True)
     if not isinstance(respect, bool):
         raise ConfigError(f"{source}: `respect-gitignore` must be true or false, got {respect!r}")
@@ -104,6 +108,8 @@ def build_config(
         extend_exclude=extend,
         respect_gitignore=respect,
         warnings=tuple(warnings),
+        include=include,
+        extend_include=extend_include,
     )
 
 

@@ -1,16 +1,19 @@
-"""``path:line:col: CODE [*] message`` — one line per finding, ``[*]`` when ``--fix`` would fix it."""
+"""``path:line:col: CODE [*] message`` — one line per finding, ``[*]`` when ``--fix`` would fix it.
+
+In a notebook, ``path:cell N:line:col`` (Ruff's form): the line counts from the cell's first line.
+"""
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from mpslint.diagnostic import Diagnostic
+from mpslint.diagnostic import Diagnostic, where
 from mpslint.output import Options, fix_applicable
 
 
 def header(d: Diagnostic, options: Options) -> str:
     marker = " [*]" if fix_applicable(d, options.unsafe) else ""
-    return f"{d.filename}:{d.location.row}:{d.location.column}: {d.code}{marker} {d.message}"
+    return f"{where(d)}: {d.code}{marker} {d.message}"
 
 
 def render(diagnostics: Sequence[Diagnostic], options: Options) -> str:

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from mpslint.diagnostic import Diagnostic
 from mpslint.output import Options
@@ -18,14 +18,25 @@ from mpslint.output.concise import header
 
 
 def render(diagnostics: Sequence[Diagnostic], options: Options) -> str:
-    lines_of: Dict[str, Optional[List[str]]] = {}
+    lines_of: Dict[Tuple[str, Optional[int]], Optional[List[str]]] = {}
     blocks = []
     for d in diagnostics:
-        if d.filename not in lines_of:
-            text = options.source(d.filename)
-            lines_of[d.filename] = text.splitlines() if text is not None else None
-        blocks.append(_block(d, lines_of[d.filename], options))
+        key = (d.filename, d.cell)
+        if key not in lines_of:
+            lines_of[key] = _lines(d, options)
+        blocks.append(_block(d, lines_of[key], options))
     return "\n".join(blocks)
+
+
+def _lines(d: Diagnostic, options: Options) -> Optional[List[str]]:
+    """The lines a finding's rows count: the file's, or in a notebook its cell's."""
+    if d.cell is None:
+        text = options.source(d.filename)
+        return text.splitlines() if text is not None else None
+    notebook = options.notebook(d.filename)
+    if notebook is None or not 1 <= d.cell <= len(notebook.cells):
+        return None
+    return notebook.cells[d.cell - 1].source.splitlines()
 
 
 def _block(d: Diagnostic, lines: Optional[List[str]], options: Options) -> str:

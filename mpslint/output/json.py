@@ -1,4 +1,9 @@
-"""A JSON array with Ruff's field names, so tools that read ``ruff --output-format json`` read this too."""
+"""A JSON array with Ruff's field names, so tools that read ``ruff --output-format json`` read this too.
+
+``cell`` is the 1-based notebook cell (``null`` outside notebooks), as in
+Ruff; rows then count from the cell's first line. A fix's edits in a notebook
+also name their cell, since a fix may add the device helper to another cell.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import json
 import os
 from typing import Any, Dict, Sequence
 
-from mpslint.diagnostic import Diagnostic, Location
+from mpslint.diagnostic import Diagnostic, Edit, Location
 from mpslint.output import Options
 
 
@@ -22,12 +27,10 @@ def as_dict(d: Diagnostic) -> Dict[str, Any]:
         fix = {
             "applicability": d.fix.applicability.value,
             "message": d.fix.message,
-            "edits": [
-                {"content": e.content, "location": _location(e.start), "end_location": _location(e.end)}
-                for e in d.fix.edits
-            ],
+            "edits": [_edit(e) for e in d.fix.edits],
         }
     return {
+        "cell": d.cell,
         "code": d.code,
         "name": registry.name_of(d.code),
         "message": d.message,
@@ -38,6 +41,13 @@ def as_dict(d: Diagnostic) -> Dict[str, Any]:
         "url": catalog.DOCS_URL.format(code=d.code),
         "fix": fix,
     }
+
+
+def _edit(e: Edit) -> Dict[str, Any]:
+    edit: Dict[str, Any] = {"content": e.content, "location": _location(e.start), "end_location": _location(e.end)}
+    if e.cell is not None:
+        edit["cell"] = e.cell
+    return edit
 
 
 def render(diagnostics: Sequence[Diagnostic], options: Options) -> str:

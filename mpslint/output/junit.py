@@ -1,4 +1,8 @@
-"""JUnit XML: a test suite per file, a failed test case per finding (what CI dashboards ingest)."""
+"""JUnit XML: a test suite per file, a failed test case per finding (what CI dashboards ingest).
+
+A notebook finding's ``line``/``column`` are those of the ``.ipynb`` file's
+JSON text; the failure text names the cell and the line in it.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from itertools import groupby
 from typing import Sequence
 
 from mpslint.diagnostic import Diagnostic
-from mpslint.output import Options
+from mpslint.output import Options, file_region
 
 
 def render(diagnostics: Sequence[Diagnostic], options: Options) -> str:
@@ -21,16 +25,18 @@ def render(diagnostics: Sequence[Diagnostic], options: Options) -> str:
             root, "testsuite", name=filename, tests=str(len(found)), failures=str(len(found)), errors="0", package="org.mpslint"
         )
         for d in found:
+            start, _ = file_region(d, options)
             case = ET.SubElement(
                 suite,
                 "testcase",
                 name=f"org.mpslint.{d.code}",
                 classname=filename,
                 file=filename,
-                line=str(d.location.row),
-                column=str(d.location.column),
+                line=str(start.row),
+                column=str(start.column),
             )
             failure = ET.SubElement(case, "failure", message=d.message, type=d.code)
-            failure.text = f"line {d.location.row}, col {d.location.column}, {d.message}"
+            cell = f"cell {d.cell}, " if d.cell is not None else ""
+            failure.text = f"{cell}line {d.location.row}, col {d.location.column}, {d.message}"
     ET.indent(root) if hasattr(ET, "indent") else None
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

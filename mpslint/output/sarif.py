@@ -1,4 +1,11 @@
-"""SARIF 2.1.0 for code-scanning services, with rule metadata taken from the catalog (``rules/*.md``)."""
+"""SARIF 2.1.0 for code-scanning services, with rule metadata taken from the catalog (``rules/*.md``).
+
+A notebook finding's region is in the ``.ipynb`` file's JSON text (where a
+code-scanning view opens the file); the message starts with ``cell N, line
+L:`` and the result's properties hold ``cell``, ``cellLine`` and
+``cellColumn``. Its fix is left out: an edit of a cell is not a replacement
+of the file's text.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
 from mpslint.diagnostic import Diagnostic, Location
-from mpslint.output import Options
+from mpslint.output import Options, file_region
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -40,17 +47,21 @@ def _rules() -> List[Dict[str, Any]]:
     return rules
 
 
-def _result(d: Diagnostic, index: Dict[str, int]) -> Dict[str, Any]:
+def _result(d: Diagnostic, index: Dict[str, int], options: Options) -> Dict[str, Any]:
     uri = _uri(d.filename)
+    start, end = file_region(d, options)
+    message = d.message if d.cell is None else f"cell {d.cell}, line {d.location.row}: {d.message}"
     result: Dict[str, Any] = {
         "ruleId": d.code,
         "level": "error",
-        "message": {"text": d.message},
-        "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri}, "region": _region(d.location, d.end_location)}}],
+        "message": {"text": message},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri}, "region": _region(start, end)}}],
     }
     if d.code in index:
         result["ruleIndex"] = index[d.code]
-    if d.fix is not None and d.fix.edits:
+    if d.cell is not None:
+        result["properties"] = {"cell": d.cell, "cellLine": d.location.row, "cellColumn": d.location.column}
+    elif d.fix is not None and d.fix.edits:
         result["fixes"] = [
             {
                 "description": {"text": d.fix.message},
@@ -89,7 +100,7 @@ def render(diagnostics: Sequence[Diagnostic], options: Options) -> str:
                 },
                 # Our columns count characters, not SARIF's default UTF-16 code units.
                 "columnKind": "unicodeCodePoints",
-                "results": [_result(d, index) for d in diagnostics],
+                "results": [_result(d, index, options) for d in diagnostics],
             }
         ],
     }

@@ -28,6 +28,24 @@ def _stream_fd(stream) -> int:
         return -1
 
 
+def _notebook_script(path: str):
+    """For a ``.ipynb``: the notebook written as a script (removed when the command ends), else None."""
+    from mpslint.notebook import is_notebook
+
+    if not is_notebook(path):
+        return None
+    from mpslint.notebook.document import NotebookError
+    from mpslint.notebook.script import NotebookScript
+
+    try:
+        notebook = NotebookScript.of(path)
+    except (NotebookError, UnicodeDecodeError, OSError) as exc:
+        raise click.UsageError(f"cannot read notebook {path}: {exc}")
+    notebook.write()
+    click.get_current_context().call_on_close(notebook.remove)
+    return notebook
+
+
 @click.command(
     "verify",
     context_settings={"ignore_unknown_options": False},
@@ -52,11 +70,13 @@ def verify(script, args, simulate, no_fallback, timeout, max_steps, max_ops, all
     if importlib.util.find_spec("torch") is None:  # torch itself is imported only in the child
         click.echo("error: mpslint verify needs torch: pip install 'mpslint[verify]'", err=True)
         sys.exit(2)
-    options = launcher.Options(script, list(args), simulate=simulate, fallback=not no_fallback,
+    notebook = _notebook_script(script)  # a notebook runs as a script of its cells, reported by cell
+    runs = notebook.script if notebook is not None else script
+    options = launcher.Options(runs, list(args), simulate=simulate, fallback=not no_fallback,
                                timeout=timeout, max_steps=max_steps, max_ops=max_ops)
     # The static check of the same script runs while the child does.
     static_result: dict = {}
-    static_thread = threading.Thread(target=_static, args=(script, static_result), daemon=True)
+    static_thread = threading.Thread(target=_static, args=(runs, static_result), daemon=True)
     static_thread.start()
     machine = output_format == "json"
     target = sys.stderr if machine else sys.stdout
@@ -86,6 +106,8 @@ def verify(script, args, simulate, no_fallback, timeout, max_steps, max_ops, all
         verdict = report.build(options, run, allow_fallback=allow_fallback, allow_syncs=allow_syncs, static=static)
         if static_note:
             verdict.notes.append(static_note)
+        if notebook is not None:
+            verdict.report, verdict.notes = notebook.relabel([verdict.report, notebook.notes + verdict.notes], runs)
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception:

@@ -292,7 +292,8 @@ def render_text(verdict: Verdict) -> str:
             lines.append(f"fail: {reason}")
 
     def loc(location: Optional[Dict[str, Any]]) -> str:
-        return f"{location['filename']}:{location['row']}" if location else f"{r['script']}:?"
+        cell = f"cell {location['cell']}:" if location and location.get("cell") else ""  # a notebook's cell
+        return f"{location['filename']}:{cell}{location['row']}" if location else f"{r['script']}:?"
 
     if r["fallbacks"]:
         lines.append("CPU fallbacks:")
@@ -316,7 +317,8 @@ def render_text(verdict: Verdict) -> str:
     if cold:
         lines.append("other host syncs: " + ", ".join(f"{loc(s['location'])} {s['kind']} x{s['count']}" for s in cold))
     if r["static"]:
-        lines.append("static findings: " + ", ".join(f"{s['code']} line {s['row']} {s['status']}" for s in r["static"]))
+        lines.append("static findings: " + ", ".join(
+            f"{s['code']} {'cell %s ' % s['cell'] if s.get('cell') else ''}line {s['row']} {s['status']}" for s in r["static"]))
     for note in verdict.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)
