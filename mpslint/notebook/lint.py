@@ -56,6 +56,7 @@ class NotebookFix:
     check: NotebookCheck
     fixed: Counter = field(default_factory=Counter)
     error: Optional[str] = None
+    passes: int = 0  # passes that changed the cells, as the fixer counts them for a file
 
 
 def python_sources(notebook: Notebook) -> List[Tuple[int, str]]:
@@ -129,6 +130,7 @@ def fix_sources(sources: Sequence[Tuple[int, str]], path: str, settings: Setting
             break
         current = candidate
         checked = result
+        outcome.passes += 1
         outcome.fixed.update(d.code for d in chosen)
     else:
         outcome.error = f"fixes did not converge after {MAX_PASSES} passes"
@@ -148,6 +150,16 @@ def decode(data: bytes) -> Tuple[str, bool]:
 def unreadable(display: str, exc: NotebookError) -> Diagnostic:
     location = Location(exc.row, exc.column)
     return Diagnostic(IO_ERROR, f"cannot read notebook: {exc}", display, location, location)
+
+
+def fix_notebook(data: bytes, display: str, settings: Settings, *, unsafe: bool) -> NotebookFix:
+    """The fix run ``mpslint --fix`` makes on a notebook's bytes, without writing anything.
+
+    Raises UnicodeDecodeError or NotebookError for a notebook that cannot be read (the check reports those).
+    """
+    text, _ = decode(data)
+    sources = python_sources(Notebook.parse(text))
+    return fix_sources(sources, display, notebook_settings(settings), unsafe=unsafe)
 
 
 def process_notebook(data: bytes, display: str, settings: Settings, mode: "Mode", *, target: Optional[str] = None) -> "FileResult":

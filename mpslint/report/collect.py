@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from mpslint.config import ConfigResolver, Settings
 from mpslint.diagnostic import IO_ERROR, Applicability, Diagnostic, io_error
+from mpslint.notebook import is_notebook
 from mpslint.report import impact as impacts
 from mpslint.report.model import Counts, DirectoryRow, FileRow, Finding, FixOutcome, Report, RuleRow
 
@@ -133,16 +134,23 @@ def _fix(path: str, display: str, settings: Settings, found: Sequence[Diagnostic
         data = read_file(path)
         key = fix_cache.key(data, display, settings, unsafe=unsafe) if fix_cache is not None else None
         outcome = fix_cache.get(key) if key is not None else None
-        if outcome is None:
-            from mpslint.fixer import fix_text  # LibCST: only when something is fixed here
+        if outcome is not None:
+            return outcome
+        if is_notebook(path):
+            from mpslint.notebook.lint import fix_notebook
+
+            fixed_cells = fix_notebook(data, display, settings, unsafe=unsafe)  # cell by cell, as `--fix` does
+            outcome = Outcome(fixed_cells.fixed, fixed_cells.check.diagnostics, fixed_cells.error, fixed_cells.passes)
+        else:
+            from mpslint.fixer import fix_text
             from mpslint.source import SourceText
 
             source = SourceText.decode(data)
             fixed = fix_text(source.text, display, settings, unsafe=unsafe, newline=source.newline,
                              first_check=list(found))
             outcome = Outcome(fixed.fixed, fixed.diagnostics, fixed.error, fixed.passes)
-            if key is not None:
-                fix_cache.put(key, outcome)
+        if key is not None:
+            fix_cache.put(key, outcome)
         return outcome
     except Exception:  # noqa: BLE001 - the check already read this file; a crash here leaves it unfixed
         return None
