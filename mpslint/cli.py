@@ -27,6 +27,7 @@ FORMAT_CHOICES = ("concise", "full", "json", "sarif", "github", "junit")
 # Subcommands whose module is imported only when used (the verifier belongs to another package area).
 LAZY_COMMANDS: Dict[str, Tuple[str, str, str]] = {
     "verify": ("mpslint.verify.command", "verify", "Run a script and report what happened on the mps device."),
+    "server": ("mpslint.server.command", "server", "Run the language server for editors (LSP over stdio)."),
 }
 
 

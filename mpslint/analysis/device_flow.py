@@ -35,7 +35,7 @@ import enum
 import re
 from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 
-from mpslint.analysis.syntax import dotted_name, keyword, positional
+from mpslint.analysis.syntax import dotted_name, keyword, last_name, positional
 from mpslint.analysis.tree import Scope, Tree
 
 
@@ -120,9 +120,9 @@ class DeviceFlow:
     def __init__(self, ctx) -> None:
         self.ctx = ctx
         self.tree: Tree = ctx.tree
-        self.bindings: Dict[Scope, Dict[str, List[Binding]]] = {}
+        self._bindings: Optional[Dict[Scope, Dict[str, List[Binding]]]] = None
         self._ends: Dict[Tuple[Scope, str], List[int]] = {}  # the bindings' ends, for bisection
-        self.graph: Dict[Scope, Set[str]] = {}
+        self._graph: Optional[Dict[Scope, Set[str]]] = None
         self.placed: Set[str] = set()  # every name placed somewhere in the file
         self.placed_in: Dict[Scope, Dict[str, List[int]]] = {}  # scope -> name -> where it is placed
         self.prepared: Set[str] = set()  # names returned by accelerator.prepare(...)
@@ -138,6 +138,23 @@ class DeviceFlow:
         self._collect()
 
     # ------------------------------------------------------------------ queries
+
+    @property
+    def bindings(self) -> Dict[Scope, Dict[str, List[Binding]]]:
+        """Scope -> name -> how the name gets its values there (collected on first need)."""
+        if self._bindings is None:
+            self._bindings = {}
+            self._collect_bindings()
+        return self._bindings
+
+    @property
+    def graph(self) -> Dict[Scope, Set[str]]:
+        """Scope -> names a ``.backward()`` starts from (and what they were read from), on first need."""
+        if self._graph is None:
+            self._graph = {}
+            for call in self._backward_calls:
+                self._collect_backward(call)
+        return self._graph
 
     def kind(self, expr: ast.AST) -> Kind:
         memo = self._memo
@@ -301,60 +318,91 @@ class DeviceFlow:
     # ------------------------------------------------------------- collection
 
     def _collect(self) -> None:
+        """Placements and calls by name, from the tree's per-class node lists (bindings wait for a question)."""
         tree = self.tree
-        end = tree.end
-        calls: List[ast.Call] = []
-        assign, ann_assign, aug_assign = ast.Assign, ast.AnnAssign, ast.AugAssign
-        for_, async_for, named_expr = ast.For, ast.AsyncFor, ast.NamedExpr
-        function_def, async_def, lambda_, with_item = ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.withitem
-        for node in tree.nodes:
-            cls = type(node)
-            if cls is _CALL:
-                calls.append(node)  # type: ignore[arg-type]
-                self._collect_call(node)  # type: ignore[arg-type]
-                func = node.func  # type: ignore[attr-defined]
-                func_cls = type(func)
-                if func_cls is _NAME:
-                    self.calls.setdefault(func.id, []).append((node, False))  # type: ignore[arg-type]
-                elif func_cls is _ATTRIBUTE and type(func.value) is _NAME and func.value.id == "self":
-                    self.calls.setdefault(func.attr, []).append((node, True))  # type: ignore[arg-type]
-            elif cls is assign:
-                stop = end(node)
-                for target in node.targets:  # type: ignore[attr-defined]
-                    self._bind_target(target, stop, "assign", node.value, ())  # type: ignore[attr-defined]
+        for node in tree.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
+            for decorator in node.decorator_list:  # type: ignore[attr-defined]
+                name = self._qualified(decorator.func if type(decorator) is _CALL else decorator) or ""
+                if name.endswith(NO_GRAD):
+                    self.no_grad_functions.add(node)
+        calls: List[ast.Call] = tree.of_type(_CALL)  # type: ignore[assignment]
+        # Placements in source order: whether `model2 = model.to(device)` places a module depends on what was
+        # placed before it.
+        events: List[Tuple[int, ast.AST]] = []
+        for node in tree.of_type(ast.Assign):
+            if type(node.value) is _CALL:  # type: ignore[attr-defined]
+                events.append((tree.index(node), node))
+        parent_of = tree.parent
+        self._backward_calls: List[ast.Call] = []
+        uses: Dict[str, int] = {}  # names used as a device: `.to(NAME)`, `device=NAME`
+        for call in calls:
+            func = call.func
+            if type(func) is _ATTRIBUTE:
+                method = func.attr
+                if method in ("to", "cuda", "to_empty"):
+                    if type(parent_of(call)) is ast.Expr:
+                        events.append((tree.index(call), call))
+                    if method == "to" and call.args:
+                        first = call.args[0]
+                        first = first.value if type(first) is ast.Starred else first
+                        if type(first) is _NAME:
+                            uses[first.id] = uses.get(first.id, 0) + 1  # type: ignore[attr-defined]
+                elif method == "backward":
+                    self._backward_calls.append(call)
+                if type(func.value) is _NAME and func.value.id == "self":
+                    self.calls.setdefault(method, []).append((call, True))
+            elif type(func) is _NAME:
+                self.calls.setdefault(func.id, []).append((call, False))
+            if call.keywords:
+                for item in call.keywords:
+                    if item.arg == "device" and type(item.value) is _NAME:
+                        uses[item.value.id] = uses.get(item.value.id, 0) + 1  # type: ignore[attr-defined]
+        events.sort(key=lambda event: event[0])
+        for _, node in events:
+            if type(node) is ast.Assign:
                 self._note_placement(node)  # type: ignore[arg-type]
-            elif cls is ann_assign:
-                if node.value is not None:  # type: ignore[attr-defined]
-                    self._bind_target(node.target, end(node), "assign", node.value, ())  # type: ignore[attr-defined]
-            elif cls is aug_assign:
-                self._bind_target(node.target, end(node), "aug", node, ())  # type: ignore[attr-defined]
-            elif cls is for_ or cls is async_for:
-                self._bind_target(node.target, end(node.target), "for", node.iter, ())  # type: ignore[attr-defined]
-            elif cls is named_expr:
+            else:
+                name = dotted_name(node.func.value)  # type: ignore[attr-defined]
+                if name and not moves_to_cpu(node, self):  # type: ignore[arg-type]
+                    self._place(name, node)
+        for places in self.placed_in.values():
+            for spots in places.values():
+                spots.sort()
+        self.device_names = sorted(uses, key=lambda n: -uses[n])  # most used first
+
+    def _collect_bindings(self) -> None:
+        tree = self.tree
+        end, of_type = tree.end, tree.of_type
+        for node in of_type(ast.Assign):
+            stop = end(node)
+            for target in node.targets:  # type: ignore[attr-defined]
+                self._bind_target(target, stop, "assign", node.value, ())  # type: ignore[attr-defined]
+        for node in of_type(ast.AnnAssign):
+            if node.value is not None:  # type: ignore[attr-defined]
                 self._bind_target(node.target, end(node), "assign", node.value, ())  # type: ignore[attr-defined]
-            elif cls is function_def or cls is async_def or cls is lambda_:
-                self._bind_params(node)
-                if cls is not lambda_:
-                    self._bind(tree.scope_of(node), node.name, Binding(tree.index(node), "other"))  # type: ignore[attr-defined]
-                    for decorator in node.decorator_list:  # type: ignore[attr-defined]
-                        name = self._qualified(decorator.func if type(decorator) is _CALL else decorator) or ""
-                        if name.endswith(NO_GRAD):
-                            self.no_grad_functions.add(node)
-            elif cls is with_item and node.optional_vars is not None:  # type: ignore[attr-defined]
+        for node in of_type(ast.AugAssign):
+            self._bind_target(node.target, end(node), "aug", node, ())  # type: ignore[attr-defined]
+        for node in of_type(ast.For, ast.AsyncFor):
+            self._bind_target(node.target, end(node.target), "for", node.iter, ())  # type: ignore[attr-defined]
+        for node in of_type(ast.NamedExpr):
+            self._bind_target(node.target, end(node), "assign", node.value, ())  # type: ignore[attr-defined]
+        for node in of_type(ast.withitem):
+            if node.optional_vars is not None:  # type: ignore[attr-defined]
                 self._bind_target(node.optional_vars, end(node), "other", None, ())  # type: ignore[attr-defined]
+        for node in of_type(ast.Lambda):
+            self._bind_params(node)
+        for node in of_type(ast.FunctionDef, ast.AsyncFunctionDef):
+            self._bind_params(node)
+            self._bind(tree.scope_of(node), node.name, Binding(tree.index(node), "other"))  # type: ignore[attr-defined]
         # Bindings in source order of their ends, for bisection in `visible`.
         for scope, names in self.bindings.items():
             for name, found in names.items():
                 found.sort(key=lambda b: b.end)
                 self._ends[(scope, name)] = [b.end for b in found]
-        for places in self.placed_in.values():
-            for spots in places.values():
-                spots.sort()
-        self.device_names = _device_names(calls)
 
     def _bind(self, scope: Scope, name: str, binding: Binding) -> None:
         binding.scope = scope
-        self.bindings.setdefault(scope, {}).setdefault(name, []).append(binding)
+        self._bindings.setdefault(scope, {}).setdefault(name, []).append(binding)
 
     def _bind_target(self, target: ast.AST, end: int, how: str, value, path) -> None:
         cls = type(target)
@@ -394,9 +442,9 @@ class DeviceFlow:
                         self.prepared.add(name)
                         if MODULE_LIKE.search(name.rsplit(".", 1)[-1]) and "loss" not in name.lower():
                             self._place(name, node)
-        if type(value) is _CALL:
+        if type(value) is _CALL and (last_name(value.func) or "")[:1].isupper():
             qualified = self._qualified(value.func) or ""
-            if qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1][:1].isupper():
+            if qualified.startswith("torch.nn."):
                 for target in targets:
                     name = dotted_name(target)
                     if name:
@@ -415,43 +463,38 @@ class DeviceFlow:
         name = dotted_name(receiver)
         return name is not None and name in self.placed
 
-    def _collect_call(self, call: ast.Call) -> None:
+    def _collect_backward(self, call: ast.Call) -> None:
+        """The tensor a ``.backward()`` starts from is on the device: a loss lives where the model does."""
         func = call.func
-        if type(func) is not _ATTRIBUTE:
+        scope = self.tree.scope_of(call)
+        values = positional(call)
+        if values:
+            # accelerator.backward(loss) / torch.autograd.backward(loss)
+            if type(values[0]) is _NAME:
+                self._add_graph(scope, values[0].id, call)  # type: ignore[attr-defined]
             return
-        method = func.attr
-        # `model.to(device)` as a statement: only modules move in place.
-        if method in ("to", "cuda", "to_empty") and type(self.tree.parent(call)) is ast.Expr:
-            name = dotted_name(func.value)
-            if name and not moves_to_cpu(call, self):
-                self._place(name, call)
-        if method == "backward":
-            scope = self.tree.scope_of(call)
-            values = positional(call)
-            if values:
-                # accelerator.backward(loss) / torch.autograd.backward(loss)
-                if type(values[0]) is _NAME:
-                    self._add_graph(scope, values[0].id)  # type: ignore[attr-defined]
-                return
-            receiver = func.value
-            if type(receiver) is _CALL and type(receiver.func) is _ATTRIBUTE and receiver.func.attr == "scale":
-                scaled = _arguments(receiver)
-                if scaled:
-                    receiver = scaled[0]
-            if type(receiver) is _NAME:
-                self._add_graph(scope, receiver.id)
+        receiver = func.value  # type: ignore[attr-defined]
+        if type(receiver) is _CALL and type(receiver.func) is _ATTRIBUTE and receiver.func.attr == "scale":
+            scaled = _arguments(receiver)
+            if scaled:
+                receiver = scaled[0]
+        if type(receiver) is _NAME:
+            self._add_graph(scope, receiver.id, call)
 
     def _place(self, name: str, at: ast.AST) -> None:
         self.placed.add(name)
         self.placed_in.setdefault(self.tree.scope_of(at), {}).setdefault(name, []).append(self.tree.index(at))
 
-    def _add_graph(self, scope: Scope, name: str) -> None:
-        names = self.graph.setdefault(scope, set())
+    def _add_graph(self, scope: Scope, name: str, call: ast.AST) -> None:
+        names = self._graph.setdefault(scope, set())  # type: ignore[union-attr]
         if name in names:
             return
         names.add(name)
         # loss = outputs.loss / outputs[0]: the outputs are on the device too.
+        before = self.tree.index(call)
         for binding in self.bindings.get(scope, {}).get(name, ()):
+            if binding.end >= before:
+                break
             value = binding.value
             if binding.how == "assign" and not binding.path and type(value) in (_ATTRIBUTE, ast.Subscript):
                 base = value.value  # type: ignore[union-attr]
@@ -820,21 +863,6 @@ def moves_to_cpu(call: ast.Call, flow: DeviceFlow) -> bool:
         return bool(args) and type(args[0]) is ast.Constant and isinstance(args[0].value, (str, bytes)) \
             and string_kind(args[0].value) is Kind.CPU  # type: ignore[attr-defined]
     return False
-
-
-def _device_names(calls: List[ast.Call]) -> List[str]:
-    """Names used as a device: ``.to(NAME)`` / ``device=NAME``, most used first."""
-    counts: Dict[str, int] = {}
-    for node in calls:
-        candidates = []
-        if type(node.func) is _ATTRIBUTE and node.func.attr == "to" and node.args:
-            first = node.args[0]
-            candidates.append(first.value if type(first) is ast.Starred else first)
-        candidates += [k.value for k in node.keywords if k.arg == "device"]
-        for value in candidates:
-            if type(value) is _NAME:
-                counts[value.id] = counts.get(value.id, 0) + 1  # type: ignore[attr-defined]
-    return sorted(counts, key=lambda n: -counts[n])
 
 
 def _arguments(call: ast.Call) -> List[ast.AST]:

@@ -104,17 +104,29 @@ class DevicePicker:
         self.scopes: Dict[ast.AST, Dict[str, List[Tuple[int, bool, bool]]]] = {}
         self.params: Dict[ast.AST, Set[str]] = {}
         self._index_assignments()
+        # scope -> (name, first assignment, holds a str) of the names every assignment of which prefers CUDA,
+        # `device` first: the only names a fix can reuse, found without looking at the others.
+        self._reusable: Dict[ast.AST, List[Tuple[str, int, bool]]] = {}
+        for scope, table in self.scopes.items():
+            found = [(name, min(at for at, _, _ in rows), all(is_str for _, _, is_str in rows))
+                     for name, rows in table.items() if all(ok for _, ok, _ in rows)]
+            found.sort(key=lambda row: (row[0] != "device", row[0]))
+            self._reusable[scope] = found
+        self._usable: Optional[bool] = None
+        self._padding: Optional[int] = None
 
     # --- what a fix can use -------------------------------------------------
 
     @property
     def usable(self) -> bool:
         """The helper can go after the imports, and torch is imported by then."""
-        if self.torch is None or self.anchor is None:
-            return False
-        body = self.module.body
-        binding = _torch_import_statement(self.module)
-        return binding is not None and body.index(binding) <= body.index(self.anchor)
+        if self._usable is None:
+            self._usable = False
+            if self.torch is not None and self.anchor is not None:
+                body = self.module.body
+                binding = _torch_import_statement(self.module)
+                self._usable = binding is not None and body.index(binding) <= body.index(self.anchor)
+        return self._usable
 
     def picker_call(self, node: ast.AST) -> Optional[DeviceRef]:
         """``pick_device()`` at ``node``, defining or importing the helper if needed."""
@@ -148,18 +160,12 @@ class DevicePicker:
             return None
         index = self.tree.index(statement)
         scope = self._scope_of(node)
-        seen = set()
         for candidate in (scope, self.module) if scope is not self.module else (self.module,):
-            table = self.scopes.get(candidate, {})
-            for name in sorted(table, key=lambda n: (n != "device", n)):
-                if name in seen:
-                    continue
-                seen.add(name)
+            for name, first, is_str in self._reusable.get(candidate, ()):
                 if candidate is self.module and scope is not self.module and self._binds_locally(node, name):
-                    continue
-                assignments = table[name]
-                if all(ok for _, ok, _ in assignments) and any(at < index for at, _, _ in assignments):
-                    return name, all(is_str for _, _, is_str in assignments)
+                    continue  # a local of the same name hides it
+                if first < index:
+                    return name, is_str
         return None
 
     # --- internals ------------------------------------------------------------
@@ -264,17 +270,26 @@ class DevicePicker:
 
     def _pad(self, text: str, blank: int) -> str:
         """End ``text`` so that at least ``blank`` empty lines separate it from the next statement."""
-        anchor = self.anchor
-        following = [s for s in self.module.body if _first_line(s) > anchor.end_lineno]  # type: ignore[union-attr]
-        if not following:
+        existing = self._blank_lines_after_anchor()
+        if existing is None:
             return text
-        existing = 0
-        for row in range(anchor.end_lineno + 1, _first_line(following[0])):  # type: ignore[union-attr]
-            line = self.tree.line_text(row).strip()
-            if line:
-                break  # a comment line: what follows it is the statement's own
-            existing += 1
         return text + "\n" * max(0, blank - existing)
+
+    def _blank_lines_after_anchor(self) -> Optional[int]:
+        """Empty lines between the imports and the next statement (None: nothing follows them)."""
+        if self._padding is None:
+            anchor = self.anchor
+            following = next((s for s in self.module.body if _first_line(s) > anchor.end_lineno), None)  # type: ignore[union-attr]
+            if following is None:
+                self._padding = -1
+                return None
+            existing = 0
+            for row in range(anchor.end_lineno + 1, _first_line(following)):  # type: ignore[union-attr]
+                if self.tree.line_text(row).strip():
+                    break  # a comment line: what follows it is the statement's own
+                existing += 1
+            self._padding = existing
+        return None if self._padding < 0 else self._padding
 
 
 def _def_step(parent: ast.AST, child: ast.AST, above: ast.AST) -> ast.AST:

@@ -78,13 +78,17 @@ class HotLoops:
         self.hot: Dict[ast.AST, Loop] = {}
         self.callers: Dict[ast.AST, StepPosition] = {}
         self._guards: Dict[ast.AST, bool] = {}
-        self._find_hot_loops()
-        self._find_per_step_functions()
+        if self.tree.of_type(ast.For, ast.AsyncFor, ast.While):
+            self._find_hot_loops()
+        if self.hot:
+            self._find_per_step_functions()
 
     # ---------------------------------------------------------------- queries
 
     def position(self, node: ast.AST) -> Optional[StepPosition]:
         """The hot loop that runs ``node`` on every step (or every N steps, ``guarded``); None if none."""
+        if not self.hot:
+            return None  # most files: no question to ask of any node
         local = self.tree.inherited(("hot", id(self)), node, self._local_step, None)
         if local is None:
             return None

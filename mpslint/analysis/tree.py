@@ -112,10 +112,9 @@ class Tree:
 
     def statement_of(self, node: ast.AST) -> Optional[ast.stmt]:
         """The innermost statement containing ``node`` (itself, for a statement)."""
-        for candidate in (node, *self.ancestors(node)):
-            if isinstance(candidate, ast.stmt):
-                return candidate
-        return None
+        if isinstance(node, ast.stmt):
+            return node
+        return self.inherited("statement", node, _statement_step, None)
 
     def inherited(self, key: object, node: ast.AST, compute: Callable[[ast.AST, ast.AST, object], T], root: T) -> T:
         """A value each node derives from its parent's: ``compute(parent, child, parent_value)``.
@@ -193,6 +192,11 @@ class Tree:
 
 
 _UNSET = object()
+
+
+def _statement_step(parent: ast.AST, child: ast.AST, above):
+    return child if isinstance(child, ast.stmt) else above
+
 # Python 3.9's ast gives import aliases no position; the tree gives them one (Python 3.10's).
 _ALIASES_UNPLACED = sys.version_info < (3, 10)
 _ALIAS_PART = re.compile(r"[^\W\d]\w*(?:\s*\.\s*[^\W\d]\w*)*(?:\s+as\s+[^\W\d]\w*)?|\*")
@@ -222,32 +226,80 @@ def _place_aliases(tree: Tree, statement: ast.AST) -> None:
         alias.end_col_offset = len(tree.source[starts[end_row - 1]:last].encode("utf-8"))
 
 
-def _children(node: ast.AST) -> List[ast.AST]:
-    """``node``'s child nodes in the order they appear in the source."""
-    cls = type(node)
-    order = _ORDER.get(cls)
-    if order is not None:
-        return order(node)
+_NOT_NODES = frozenset({"identifier", "string", "constant", "int", "object", "expr_context", "boolop", "operator",
+                        "unaryop", "cmpop", "type_ignore"})
+_ASDL = re.compile(r"^\w+\((.*)\)$", re.DOTALL)
+
+
+def _field_kinds(cls: type) -> Optional[List[Tuple[str, str]]]:
+    """(field, "" | "*" | "?") for the fields of ``cls`` that hold nodes, read from its ASDL signature (its docstring)."""
+    match = _ASDL.match((cls.__doc__ or "").strip())
+    if match is None:
+        return None
+    kinds = []
+    for part in match.group(1).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        kind, _, name = part.rpartition(" ")
+        if kind.rstrip("*?") in _NOT_NODES or name not in cls._fields:
+            continue
+        kinds.append((name, kind[-1] if kind[-1] in "*?" else ""))
+    return kinds
+
+
+def _compile_children(cls: type) -> Callable[[ast.AST], List[ast.AST]]:
+    """A function returning ``cls``'s children in field order, generated from its ASDL signature."""
+    kinds = _field_kinds(cls)
+    if kinds is None:
+        return _generic_children
+    if not kinds:
+        return _no_children
+    lines = ["def children(n):", "    out = []"]
+    for name, kind in kinds:
+        if kind == "*":
+            lines.append(f"    out.extend(n.{name})")
+        elif kind == "?":
+            lines.append(f"    v = n.{name}\n    if v is not None: out.append(v)")
+        else:
+            lines.append(f"    out.append(n.{name})")
+    lines.append("    return out")
+    namespace: Dict[str, object] = {}
+    exec("\n".join(lines), namespace)  # noqa: S102 - code generated from ast's own field list
+    return namespace["children"]  # type: ignore[return-value]
+
+
+def _no_children(node: ast.AST) -> List[ast.AST]:
+    return []
+
+
+def _generic_children(node: ast.AST) -> List[ast.AST]:
     children: List[ast.AST] = []
-    for name in _fields(cls):
+    for name in node._fields:
         value = getattr(node, name, None)
         if type(value) is list:
-            for item in value:
-                if isinstance(item, ast.AST) and not isinstance(item, _SKIPPED):
-                    children.append(item)
+            children.extend(item for item in value if isinstance(item, ast.AST) and not isinstance(item, _SKIPPED))
         elif isinstance(value, ast.AST) and not isinstance(value, _SKIPPED):
             children.append(value)
     return children
 
 
-_FIELDS: Dict[type, Tuple[str, ...]] = {}
+def _block_fields(cls: type) -> Tuple[str, ...]:
+    """The fields of ``cls`` that hold statement lists (``body``, ``orelse``, ...)."""
+    kinds = _field_kinds(cls)
+    if kinds is None:
+        return tuple(f for f in _BLOCK_FIELDS if f in cls._fields)
+    return tuple(name for name, kind in kinds if kind == "*" and name in _BLOCK_FIELDS and name != "cases")
 
 
-def _fields(cls: type) -> Tuple[str, ...]:
-    fields = _FIELDS.get(cls)
-    if fields is None:
-        fields = _FIELDS[cls] = tuple(f for f in cls._fields if f not in ("ctx", "op", "ops", "type_comment"))
-    return fields
+_SPECS: Dict[type, Tuple[Callable[[ast.AST], List[ast.AST]], Tuple[str, ...]]] = {}
+
+
+def _spec(cls: type) -> Tuple[Callable[[ast.AST], List[ast.AST]], Tuple[str, ...]]:
+    spec = _SPECS.get(cls)
+    if spec is None:
+        spec = _SPECS[cls] = (_ORDER.get(cls) or _compile_children(cls), _block_fields(cls))
+    return spec
 
 
 def _present(*values) -> List[ast.AST]:
@@ -330,30 +382,30 @@ def _walk(tree: Tree) -> None:
     # (node, parent, scope) enters a node; (index, None, None) closes the node with that index.
     stack: List[Tuple[object, Optional[ast.AST], Optional[Scope]]] = [(module, None, module)]
     pop, push = stack.pop, stack.append
-    stmt = ast.stmt
+    specs = _SPECS
+    append_node, append_end, append_parent, append_scope = nodes.append, ends.append, parents.append, scopes.append
     while stack:
         node, parent, scope = pop()
         if scope is None:
             ends[node] = len(nodes) - 1  # type: ignore[index]
             continue
         index = len(nodes)
-        nodes.append(node)  # type: ignore[arg-type]
+        append_node(node)  # type: ignore[arg-type]
         index_of[node] = index  # type: ignore[index]
-        ends.append(index)
-        parents.append(parent)
-        scopes.append(scope)
+        append_end(index)
+        append_parent(parent)
+        append_scope(scope)
         cls = type(node)
         bucket = types.get(cls)
         if bucket is None:
             types[cls] = [node]  # type: ignore[list-item]
         else:
             bucket.append(node)  # type: ignore[arg-type]
-        for field in _BLOCK_FIELDS:
-            statements = getattr(node, field, None)
-            if type(statements) is list and statements and isinstance(statements[0], (stmt, ast.excepthandler)):
-                for position, child in enumerate(statements):
-                    blocks[child] = (node, field, position)  # type: ignore[assignment]
-        children = _children(node)  # type: ignore[arg-type]
+        spec = specs.get(cls) or _spec(cls)
+        for field in spec[1]:
+            for position, child in enumerate(getattr(node, field)):
+                blocks[child] = (node, field, position)  # type: ignore[assignment]
+        children = spec[0](node)  # type: ignore[arg-type]
         if not children:
             continue
         push((index, None, None))

@@ -16,7 +16,7 @@ from typing import Optional
 
 from mpslint.analysis.device_flow import DEVICE_EVIDENCE, DeviceFlow
 from mpslint.analysis.loops import LOOP_KEYWORDS, STEP_EVIDENCE, HotLoops, Loop
-from mpslint.analysis.syntax import dotted_name, method_name, positional
+from mpslint.analysis.syntax import dotted_name, last_name, method_name, positional
 from mpslint.checks.base import Rule, short
 
 SYNCHRONIZE = frozenset(
@@ -58,10 +58,8 @@ class ItemInHotLoop(_HotLoopRule):
             tensor = _first_argument(node)
         else:
             return
-        if not self.flow.is_device(tensor):
-            return
         loop = self.loop(node)
-        if loop is None:
+        if loop is None or not self.flow.is_device(tensor):
             return
         what = "copies the tensor to the host and " if method == "tolist" else ""
         self.report(
@@ -77,6 +75,11 @@ class HostCopyInHotLoop(_HotLoopRule):
 
     def visit_Call(self, node: ast.Call) -> None:
         method = method_name(node)
+        if method not in ("cpu", "numpy", "to") and last_name(node.func) not in ("array", "asarray"):
+            return
+        loop = self.loop(node)
+        if loop is None:
+            return
         flow = self.flow
         qualified = self.ctx.qualify(node.func)
         if method in ("cpu", "numpy") and qualified is None:
@@ -91,9 +94,6 @@ class HostCopyInHotLoop(_HotLoopRule):
         else:
             return
         if not flow.is_device(tensor):
-            return
-        loop = self.loop(node)
-        if loop is None:
             return
         self.report(
             node,
@@ -162,10 +162,8 @@ class TensorConditionInHotLoop(_HotLoopRule):
         return self.flow.is_device(test)
 
     def _condition(self, test: ast.AST) -> None:
-        if not self._needs_bool(test):
-            return
         loop = self.loop(test)
-        if loop is None:
+        if loop is None or not self._needs_bool(test):
             return
         self.report(
             test,
@@ -176,6 +174,8 @@ class TensorConditionInHotLoop(_HotLoopRule):
     # -- printing and formatting device tensors; data-dependent shapes
 
     def visit_Call(self, node: ast.Call) -> None:
+        if self.loop(node) is None:
+            return
         name = dotted_name(node.func)
         flow = self.flow
         if name in ("print", "str", "repr", "bool") and any(flow.is_device(v) for v in positional(node)):
@@ -198,17 +198,17 @@ class TensorConditionInHotLoop(_HotLoopRule):
             self._data_dependent(node)
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
-        if any(type(part) is ast.FormattedValue and self.flow.is_device(part.value) for part in node.values):
+        if self.loop(node) is not None and any(type(part) is ast.FormattedValue and self.flow.is_device(part.value) for part in node.values):
             self._formatting(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
-        if type(node.op) is ast.Mod and _is_string(node.left):
+        if type(node.op) is ast.Mod and _is_string(node.left) and self.loop(node) is not None:
             if self.flow.is_device(node.right):
                 self._formatting(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         index = node.slice
-        if type(index) in (ast.Tuple, ast.Slice):
+        if type(index) in (ast.Tuple, ast.Slice) or self.loop(node) is None:
             return
         if self._is_device_mask(index) and self.flow.is_device(node.value):
             self._data_dependent(node)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Dict, Optional
 
 from mpslint.analysis.syntax import dotted_name, keyword_node
 from mpslint.checks.base import Context, FixSpec, Rule, replace
@@ -26,20 +26,42 @@ def _device_in_scope(ctx: Context, node: ast.AST) -> bool:
     mpslint's own device fix writes) and parameters annotated ``torch.device``
     count: ``device = "cuda"`` is a string, and ``device.type`` would fail.
     """
-    scopes = [p for p in ctx.ancestors(node) if type(p) in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)]
-    for scope in scopes:
-        if type(scope) is not ast.Module:
-            for param in [*scope.args.args, *scope.args.kwonlyargs]:  # type: ignore[attr-defined]
-                if param.arg == "device" and param.annotation is not None:
-                    if ctx.qualify(param.annotation) == "torch.device":
-                        return True
-        for stmt in scope.body:  # type: ignore[attr-defined]
-            if (type(stmt) is ast.Assign and len(stmt.targets) == 1
-                    and type(stmt.targets[0]) is ast.Name and stmt.targets[0].id == "device"
-                    and type(stmt.value) is ast.Call):
-                func = stmt.value.func
-                if ctx.qualify(func) in DEVICE_FACTORIES or dotted_name(func) == "pick_device":
+    scopes = ctx.analysis(_TorchDeviceScopes)
+    return scopes.binds(ctx.module) or ctx.tree.inherited("torch-device-in-scope", node, scopes.step, False)
+
+
+class _TorchDeviceScopes:
+    """Per file: which functions (and the module) bind ``device`` to a ``torch.device``, each looked at once."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.known: Dict[ast.AST, bool] = {}
+
+    def binds(self, scope: ast.AST) -> bool:
+        found = self.known.get(scope)
+        if found is None:
+            found = self.known[scope] = _binds_torch_device(self.ctx, scope)
+        return found
+
+    def step(self, parent: ast.AST, child: ast.AST, above: bool) -> bool:
+        return above or (type(parent) in (ast.FunctionDef, ast.AsyncFunctionDef) and self.binds(parent))
+
+
+def _binds_torch_device(ctx: Context, scope: ast.AST) -> bool:
+    if type(scope) in (ast.FunctionDef, ast.AsyncFunctionDef):
+        for param in [*scope.args.args, *scope.args.kwonlyargs]:  # type: ignore[attr-defined]
+            if param.arg == "device" and param.annotation is not None:
+                if ctx.qualify(param.annotation) == "torch.device":
                     return True
+    elif type(scope) is not ast.Module:
+        return False
+    for stmt in scope.body:  # type: ignore[attr-defined]
+        if (type(stmt) is ast.Assign and len(stmt.targets) == 1
+                and type(stmt.targets[0]) is ast.Name and stmt.targets[0].id == "device"
+                and type(stmt.value) is ast.Call):
+            func = stmt.value.func
+            if ctx.qualify(func) in DEVICE_FACTORIES or dotted_name(func) == "pick_device":
+                return True
     return False
 
 

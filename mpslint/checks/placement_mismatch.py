@@ -14,7 +14,7 @@ from typing import Optional
 
 from mpslint.analysis.device_flow import DEVICE_EVIDENCE, SIZED_FACTORIES, DeviceFlow, Kind
 from mpslint.analysis.loops import HotLoops
-from mpslint.analysis.syntax import dotted_name, is_number, keyword, positional
+from mpslint.analysis.syntax import dotted_name, is_number, keyword, last_name, positional
 from mpslint.checks.base import FixSpec, Rule, replace, short
 
 
@@ -26,9 +26,20 @@ class PlacementMismatch(Rule):
     def flow(self) -> DeviceFlow:
         return self.ctx.analysis(DeviceFlow)
 
+    @property
+    def host_factories(self) -> bool:
+        """Whether the file calls a torch factory without ``device=`` at all: else no host tensor can meet anything."""
+        found = self.__dict__.get("_host_factories")
+        if found is None:
+            found = self.__dict__["_host_factories"] = any(
+                self._is_host_factory_call(call) for call in self.ctx.tree.of_type(ast.Call))
+        return found
+
     # -- a tensor created on the host meets device tensors
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
+        if not self.host_factories:
+            return
         if type(node.op) is ast.Mod and (type(node.left) is ast.JoinedStr or (
                 type(node.left) is ast.Constant and isinstance(node.left.value, (str, bytes)))):
             return  # "%d" % n: formatting
@@ -36,10 +47,14 @@ class PlacementMismatch(Rule):
         self._mixed(node.right, node.left)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        self._mixed(node.value, node.target)
+        if self.host_factories:
+            self._mixed(node.value, node.target)
 
     def visit_Call(self, node: ast.Call) -> None:
         if not self._is_placed_forward(node):
+            return
+        if not self.host_factories:
+            self._unplaced_batch(node)
             return
         for value in node.args:
             if type(value) is ast.Starred:
@@ -83,17 +98,20 @@ class PlacementMismatch(Rule):
                 expr = expr.left  # type: ignore[attr-defined]
             else:
                 break
-        if type(expr) is not ast.Call:
+        if type(expr) is not ast.Call or not self._is_host_factory_call(expr):  # type: ignore[arg-type]
             return None
-        qualified = self.ctx.qualify(expr.func) or ""  # type: ignore[attr-defined]
-        if not qualified.startswith("torch.") or qualified.count(".") != 1:
-            return None
-        if qualified.rsplit(".", 1)[-1] not in SIZED_FACTORIES or keyword(expr, "device") is not None:  # type: ignore[arg-type]
-            return None
-        sizes = positional(expr)  # type: ignore[arg-type]
-        if not (expr.args or expr.keywords) or all(_is_literal_one(self, a) for a in sizes):  # type: ignore[attr-defined]
-            return None  # torch.ones(1): a scalar-like tensor, which works mixed with device tensors
         return expr  # type: ignore[return-value]
+
+    def _is_host_factory_call(self, call: ast.Call) -> bool:
+        """``torch.zeros(n)``-like: a sized torch factory without ``device=``."""
+        if (last_name(call.func) or "") not in SIZED_FACTORIES:
+            return False
+        qualified = self.ctx.qualify(call.func) or ""
+        if not qualified.startswith("torch.") or qualified.count(".") != 1 or keyword(call, "device") is not None:
+            return False
+        if not (call.args or call.keywords) or all(_is_literal_one(self, a) for a in positional(call)):
+            return False  # torch.ones(1): a scalar-like tensor, which works mixed with device tensors
+        return True
 
     def _mixed(self, maybe_host: ast.AST, other: ast.AST) -> None:
         factory = self._host_factory(maybe_host)
@@ -103,14 +121,7 @@ class PlacementMismatch(Rule):
 
     def _expects_error(self, node: ast.AST) -> bool:
         """Inside ``with pytest.raises(...)`` / ``self.assertRaises(...)``: the failure is the point."""
-        for parent in self.ctx.ancestors(node):
-            if type(parent) in (ast.With, ast.AsyncWith):
-                for item in parent.items:  # type: ignore[attr-defined]
-                    call = item.context_expr
-                    name = dotted_name(call.func) if type(call) is ast.Call else None
-                    if name and name.rsplit(".", 1)[-1] in ("raises", "assertRaises", "assertRaisesRegex"):
-                        return True
-        return False
+        return self.ctx.tree.inherited("expects-error", node, _expects_error_step, False)
 
     def _report_host_tensor(self, use: ast.AST, factory: ast.Call, other: Optional[ast.AST], why: str) -> None:
         if self._expects_error(use):
@@ -217,6 +228,18 @@ class PlacementMismatch(Rule):
         first, last = tree.index(loop), tree.end(loop)
         in_loop = [b for b in bindings if first <= b.end <= last]
         return all(flow.kind_of_binding(b, name.id) is not Kind.DEVICE for b in in_loop)
+
+
+def _expects_error_step(parent: ast.AST, child: ast.AST, above: bool) -> bool:
+    if above:
+        return True
+    if type(parent) in (ast.With, ast.AsyncWith):
+        for item in parent.items:  # type: ignore[attr-defined]
+            call = item.context_expr
+            name = dotted_name(call.func) if type(call) is ast.Call else None
+            if name and name.rsplit(".", 1)[-1] in ("raises", "assertRaises", "assertRaisesRegex"):
+                return True
+    return False
 
 
 def _is_literal_one(rule: Rule, node: ast.AST) -> bool:

@@ -60,6 +60,18 @@ def _called_names(node: ast.AST, *, skip_functions: bool) -> Iterator[str]:
         stack.extend(ast.iter_child_nodes(current))
 
 
+_NEVER = object()
+
+
+def _import_time_step(parent: ast.AST, child: ast.AST, above):
+    """The function a node runs in (None at the top level), or _NEVER where it does not run at import."""
+    if above is _NEVER or is_main_guard(parent) or type(parent) is ast.Lambda:
+        return _NEVER
+    if type(parent) in _FUNCTIONS:
+        return parent if above is None else _NEVER
+    return above
+
+
 class UnguardedWorkers(Rule):
     # multiprocessing.Process, spawn and start_processes qualify only through a "multiprocessing" import.
     TRIGGERS = ("DataLoader", "Pool", "multiprocessing")
@@ -84,14 +96,10 @@ class UnguardedWorkers(Rule):
                           "workers, which re-import the script and start it again; put the entry point under the guard")
 
     def _runs_at_import(self, node: ast.AST) -> Optional[str]:
-        function = None
-        for parent in self.ctx.ancestors(node):
-            if is_main_guard(parent) or type(parent) is ast.Lambda:
-                return None
-            if type(parent) in _FUNCTIONS:
-                if function is not None:
-                    return None  # a nested function: whether it runs is not known
-                function = parent
+        where = self.ctx.tree.inherited("import-time", node, _import_time_step, None)
+        if where is _NEVER:
+            return None  # under the main guard, in a lambda, or in a nested function (whether it runs is not known)
+        function = where
         if function is None:
             return "at the top level of the script"
         if type(self.ctx.parent(function)) is not ast.Module:

@@ -45,13 +45,7 @@ class FixContext:
         self._by_range: Dict[Range, List[cst.CSTNode]] = {}
         for node, rng in self.ranges.items():
             self._by_range.setdefault(rng, []).append(node)
-        self._parents: Dict[cst.CSTNode, cst.CSTNode] = {}
-        stack: List[cst.CSTNode] = [self.module]
-        while stack:
-            node = stack.pop()
-            for child in syntax_children(node):
-                self._parents[child] = node
-                stack.append(child)
+        self._parent_map: Optional[Dict[cst.CSTNode, cst.CSTNode]] = None
 
     @property
     def settings(self):
@@ -83,14 +77,28 @@ class FixContext:
             tuples = self.__dict__["_tuple_ranges"] = [(n, r) for n, r in self.ranges.items() if type(n) is cst.Tuple]
         return tuples
 
+    @property
+    def _parents(self) -> Dict[cst.CSTNode, cst.CSTNode]:
+        if self._parent_map is None:
+            parents: Dict[cst.CSTNode, cst.CSTNode] = {}
+            stack: List[cst.CSTNode] = [self.module]
+            while stack:
+                node = stack.pop()
+                for child in syntax_children(node):
+                    parents[child] = node
+                    stack.append(child)
+            self._parent_map = parents
+        return self._parent_map
+
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self._parents.get(node)
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        parent = self._parents.get(node)
+        parents = self._parents
+        parent = parents.get(node)
         while parent is not None:
             yield parent
-            parent = self._parents.get(parent)
+            parent = parents.get(parent)
 
     def code_for(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)

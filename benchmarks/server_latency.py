@@ -1,0 +1,138 @@
+"""How fast ``mpslint server`` answers, next to one ``mpslint FILE`` run on the same file, in one run.
+
+    python benchmarks/server_latency.py                 # a ~1,000-line file of the transformers corpus
+    python benchmarks/server_latency.py --file a.py     # your own files (repeatable)
+    python benchmarks/server_latency.py --repeat 9
+
+For each file, measured from outside the processes, median of ``--repeat`` runs:
+
+- ``cli``: ``python -m mpslint --no-cache FILE``, a fresh process each time
+  (start-up, imports, one check), as pre-commit or an editor's on-save hook
+  would run it;
+- ``open``: ``textDocument/didOpen`` to ``publishDiagnostics`` on a running
+  server (a file opened in an editor that already has the server up);
+- ``change``: an edit (``didChange``) to the diagnostics for the new
+  version. This includes the server's debounce (the quiet time it waits for
+  before checking, so that typing is checked once per pause);
+- ``change, busy``: the same while the server is checking a much larger file
+  (``--busy-lines``) that was edited just before, to show that a slow file
+  does not hold the others up (the two checks share the CPUs);
+- ``first``: starting the server until the first file's diagnostics, once.
+
+The corpus is the pinned transformers wheel that ``benchmarks/run.py`` uses
+(downloaded into ``benchmarks/.corpus/`` the first time). The client is the
+tests' LSP client (``tests/lspclient.py``, pygls). Not a test: it prints
+figures and ratios and exits 0; timings vary with the machine's load, which
+is why the CLI is measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
+
+from lspclient import DEFAULT_COMMAND, Session  # noqa: E402
+from run import fetch_corpus  # noqa: E402
+
+DEFAULT_FILE = "integrations/deepgemm.py"  # 964 lines, parsed by LibCST (it has findings)
+
+
+def busy_source(copies: int) -> str:
+    """A long training module: every function is a hot loop, the slowest kind of code to check."""
+    block = textwrap.dedent(
+        """\
+        def step_{i}(model, loader, optimizer, device):
+            for x, y in loader:
+                x = x.to(device)
+                loss = model(x).sum()
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+        """
+    )
+    return "import torch\n" + "".join(block.format(i=i) for i in range(copies))
+
+
+def cli_seconds(path: Path, cwd: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "mpslint", "--no-cache", "--exit-zero", "-q", str(path)], cwd=cwd, check=True,
+                   stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+async def server_figures(path: Path, root: Path, repeat: int, busy_lines: int) -> Dict[str, List[float]]:
+    figures: Dict[str, List[float]] = {"first": [], "open": [], "change": [], "change, busy": []}
+    text = path.read_text(encoding="utf-8")
+    started = time.perf_counter()
+    session = Session(root, command=DEFAULT_COMMAND)  # as editors start it: default workers
+    await session.start()
+    try:
+        uri = session.open(path, text)
+        await session.diagnostics(uri, 1)
+        figures["first"].append(time.perf_counter() - started)
+        for i in range(repeat):
+            copy = root / f"open_{i}.py"
+            start = time.perf_counter()
+            other = session.open(copy, text)
+            await session.diagnostics(other, 1)
+            figures["open"].append(time.perf_counter() - start)
+            session.close(other)
+        for _ in range(repeat):
+            start = time.perf_counter()
+            version = session.edit(uri, (0, 0), (0, 0), "# edited\n")
+            await session.diagnostics(uri, version)
+            figures["change"].append(time.perf_counter() - start)
+        big = session.open(root / "busy.py", busy_source(max(1, busy_lines // 7)))
+        await session.diagnostics(big, 1)
+        for _ in range(repeat):
+            big_version = session.edit(big, (0, 0), (0, 0), "# edited\n")  # the user was just typing there
+            await asyncio.sleep(0.5)  # past the debounce: the big file's check is under way
+            start = time.perf_counter()
+            version = session.edit(uri, (0, 0), (0, 0), "# edited\n")
+            await session.diagnostics(uri, version)
+            figures["change, busy"].append(time.perf_counter() - start)
+            await session.diagnostics(big, big_version)  # let it finish: the next round starts from the same state
+    finally:
+        await session.stop()
+    return figures
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--file", action="append", type=Path, help="a file to measure (default: %s of the corpus)" % DEFAULT_FILE)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--busy-lines", type=int, default=7000, help="size of the file checked meanwhile for `change, busy`")
+    args = parser.parse_args(argv)
+    files = args.file or [fetch_corpus() / DEFAULT_FILE]
+    print(f"python {sys.version.split()[0]} on {sys.platform}; medians of {args.repeat} runs; seconds")
+    print(f"{'file':<28} {'lines':>6} {'cli':>6} {'open':>6} {'change':>7} {'change, busy':>13} {'first':>6}   change/cli")
+    for source in files:
+        with tempfile.TemporaryDirectory() as scratch:
+            root = Path(scratch)  # outside any project: default settings for both
+            path = root / source.name
+            shutil.copyfile(source, path)
+            cli = [cli_seconds(path, root) for _ in range(args.repeat)]
+            server = asyncio.run(server_figures(path, root, args.repeat, args.busy_lines))
+        med = {k: statistics.median(v) for k, v in server.items()}
+        lines = source.read_text(encoding="utf-8", errors="replace").count("\n")
+        print(
+            f"{source.name:<28} {lines:>6} {statistics.median(cli):>6.2f} {med['open']:>6.2f} {med['change']:>7.2f} "
+            f"{med['change, busy']:>13.2f} {med['first']:>6.2f}   {med['change'] / statistics.median(cli):.2f}x"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

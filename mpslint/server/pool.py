@@ -1,0 +1,325 @@
+"""Worker processes that run checks and fixes for the server, off its event loop.
+
+``size`` workers start when the server is initialized and stay, each having
+imported the engine and the rules once (``mpslint.server.worker``). A job
+takes an idle worker, or waits for one. Two rules keep one document from
+holding up the others:
+
+- a job that has run longer than ``slow_after`` seconds stops counting
+  against ``size``: up to ``extra`` more workers start, so a pathological
+  file never blocks the rest;
+- a job can be cancelled at any point: one still waiting leaves the queue,
+  one running ends with its worker process (the next job starts a fresh one).
+  Jobs that run longer than ``time_limit`` are cancelled that way too.
+
+If no worker process can start at all, jobs run in a thread of this process
+instead, so the editor still gets its diagnostics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import struct
+import sys
+import time
+import pickle
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
+
+from mpslint.server import worker as worker_module
+
+logger = logging.getLogger(__name__)
+
+_HEADER = struct.Struct(">I")
+
+
+class JobFailed(Exception):
+    """The job did not produce a result: its worker died, it ran too long, or it raised."""
+
+
+class JobError(JobFailed):
+    """The job raised in the worker (a bug in mpslint); the worker itself is fine."""
+
+
+class WorkerStartError(Exception):
+    pass
+
+
+class Worker:
+    """One checking process and the pipes to it."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+
+    @classmethod
+    async def start(cls, command: List[str], spawned: Callable[[asyncio.subprocess.Process], None]) -> "Worker":
+        """Start a worker and wait until it is ready; ``spawned`` learns of the process as soon as it exists."""
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+            )
+        except OSError as exc:
+            raise WorkerStartError(f"cannot start {command[0]}: {exc}") from None
+        spawned(process)
+        worker = cls(process)
+        try:
+            ready = await worker._receive()
+        except JobFailed as exc:
+            worker.kill()
+            raise WorkerStartError(str(exc)) from None
+        except BaseException:
+            worker.kill()
+            raise
+        if ready != worker_module.READY:
+            worker.kill()
+            raise WorkerStartError(f"unexpected first message from a worker: {ready!r}")
+        return worker
+
+    @property
+    def alive(self) -> bool:
+        return self.process.returncode is None
+
+    async def call(self, request: Tuple[str, tuple]) -> Any:
+        data = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.write(_HEADER.pack(len(data)) + data)
+            await self.process.stdin.drain()
+        except (ConnectionError, RuntimeError) as exc:
+            raise JobFailed(f"the worker process is gone ({exc})") from None
+        status, value = await self._receive()
+        if status != "ok":
+            raise JobError(value)
+        return value
+
+    async def _receive(self) -> Any:
+        assert self.process.stdout is not None
+        try:
+            header = await self.process.stdout.readexactly(_HEADER.size)
+            body = await self.process.stdout.readexactly(_HEADER.unpack(header)[0])
+        except (asyncio.IncompleteReadError, ConnectionError):
+            code = await self._exit_code()
+            raise JobFailed(f"the worker process died (exit code {code})") from None
+        return pickle.loads(body)
+
+    async def _exit_code(self) -> Optional[int]:
+        try:
+            return await asyncio.wait_for(self.process.wait(), 5)
+        except asyncio.TimeoutError:
+            return None
+
+    def kill(self) -> None:
+        if self.alive:
+            try:
+                self.process.kill()
+            except ProcessLookupError:
+                pass
+        # Closing our end lets the event loop reap the process without waiting for it here.
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+
+
+def worker_command() -> List[str]:
+    return [sys.executable, "-m", "mpslint.server.worker"]
+
+
+class Pool:
+    def __init__(
+        self,
+        size: int,
+        *,
+        extra: int = 2,
+        slow_after: float = 1.0,
+        time_limit: float = 120.0,
+        command: Optional[List[str]] = None,
+    ) -> None:
+        self.size = max(1, size)
+        self.extra = max(0, extra)
+        self.slow_after = slow_after
+        self.time_limit = time_limit
+        self.command = command or worker_command()
+        self._idle: List[Worker] = []
+        self._starting: List["asyncio.Task[Worker]"] = []
+        self._busy = 0  # slots taken: jobs starting or running
+        self._claimed = 0  # workers a job is waiting for (being started), not yet running it
+        self._running: Dict[Worker, float] = {}  # worker -> when its job started
+        self._waiters: Deque["asyncio.Future[None]"] = collections.deque()
+        self._in_process: Optional[ThreadPoolExecutor] = None
+        self._closed = False
+        self._processes: Set[asyncio.subprocess.Process] = set()  # every worker process not yet reaped
+
+    # -- public --------------------------------------------------------------------------
+
+    def warm(self) -> None:
+        """Start resident workers until there are ``size``, so no check waits for a worker's imports.
+
+        One at a time: workers importing side by side would slow down the first one, which the first
+        document waits for.
+        """
+        if self._closed or self._in_process is not None:
+            return
+        self._idle = [w for w in self._idle if w.alive]
+        self._starting = [t for t in self._starting if not t.done() or (not t.cancelled() and t.exception() is None)]
+        if any(not t.done() for t in self._starting):
+            return  # its completion calls warm() again
+        if self.size - len(self._idle) - len(self._starting) - len(self._running) - self._claimed > 0:
+            task = asyncio.ensure_future(Worker.start(self.command, self._spawned))
+            task.add_done_callback(self._started)
+            self._starting.append(task)
+
+    def _started(self, task: "asyncio.Task[Worker]") -> None:
+        if not task.cancelled() and task.exception() is None:
+            self.warm()  # the next one (a worker that cannot start is not retried in a loop)
+
+    async def run(self, kind: str, *args: Any) -> Any:
+        """Run one job; cancelling the awaiting task cancels the job (ending its worker if it runs)."""
+        if self._closed:
+            raise JobFailed("the server is shutting down")
+        await self._acquire()
+        try:
+            if self._in_process is not None:
+                return await self._run_in_process(kind, args)
+            try:
+                worker = await self._take_worker()
+            except WorkerStartError as exc:
+                logger.error("mpslint: %s; checking in the server process instead", exc)
+                self._in_process = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mpslint-check")
+                return await self._run_in_process(kind, args)
+            return await self._run_on(worker, kind, args)
+        finally:
+            self._busy -= 1
+            self._wake()
+
+    def close(self) -> None:
+        """End every worker now (shutdown, exit, or the client went away)."""
+        self._closed = True
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.cancel()
+        self._waiters.clear()
+        for task in self._starting:
+            task.cancel()
+        self._starting.clear()
+        for worker in list(self._idle) + list(self._running):
+            worker.kill()
+        for process in self._processes:
+            if process.returncode is None:
+                try:
+                    process.kill()
+                except ProcessLookupError:
+                    pass
+        self._idle.clear()
+        if self._in_process is not None:
+            self._in_process.shutdown(wait=False)
+
+    async def aclose(self) -> None:
+        """``close``, then wait until the worker processes are gone (their pipes close with them)."""
+        self.close()
+        for process in list(self._processes):
+            try:
+                await asyncio.wait_for(process.wait(), 10)
+            except asyncio.TimeoutError:
+                logger.warning("mpslint: worker process %s did not exit", process.pid)
+        self._processes.clear()
+
+    @property
+    def workers(self) -> int:
+        """Worker processes alive now (idle or busy)."""
+        return len([w for w in self._idle if w.alive]) + len(self._running)
+
+    def _spawned(self, process: asyncio.subprocess.Process) -> None:
+        self._processes = {p for p in self._processes if p.returncode is None}
+        self._processes.add(process)
+
+    # -- slots -----------------------------------------------------------------------------
+
+    def _capacity(self) -> int:
+        now = time.monotonic()
+        slow = sum(1 for started in self._running.values() if now - started > self.slow_after)
+        return self.size + min(self.extra, slow)
+
+    def _wake(self) -> None:
+        while self._waiters and self._busy < self._capacity():
+            waiter = self._waiters.popleft()
+            if waiter.done():
+                continue
+            self._busy += 1  # reserved for that waiter
+            waiter.set_result(None)
+
+    async def _acquire(self) -> None:
+        if not self._waiters and self._busy < self._capacity():
+            self._busy += 1
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():  # a slot was reserved just before the cancel
+                self._busy -= 1
+                self._wake()
+            else:
+                try:
+                    self._waiters.remove(waiter)
+                except ValueError:
+                    pass
+            raise
+
+    # -- running -------------------------------------------------------------------------
+
+    async def _take_worker(self) -> Worker:
+        while self._idle:
+            worker = self._idle.pop()
+            if worker.alive:
+                return worker
+        self._claimed += 1
+        try:
+            while self._starting:
+                task = self._starting.pop(0)
+                try:
+                    return await asyncio.shield(task)
+                except asyncio.CancelledError:
+                    if not task.done():
+                        self._starting.insert(0, task)  # still starting: the next job gets it
+                    elif not task.cancelled() and task.exception() is None:
+                        self._idle.append(task.result())
+                    raise
+                except WorkerStartError as exc:
+                    logger.warning("mpslint: a worker did not start: %s", exc)
+            return await Worker.start(self.command, self._spawned)
+        finally:
+            self._claimed -= 1
+
+    async def _run_on(self, worker: Worker, kind: str, args: tuple) -> Any:
+        loop = asyncio.get_running_loop()
+        self._running[worker] = time.monotonic()
+        # When this job turns slow, a waiting job may start on another worker.
+        slow_timer = loop.call_later(self.slow_after + 0.01, self._wake)
+        reusable = False  # only a worker that answered is in a known state
+        try:
+            result = await asyncio.wait_for(worker.call((kind, args)), self.time_limit)
+            reusable = True
+            return result
+        except JobError:
+            reusable = True
+            raise
+        except asyncio.TimeoutError:
+            raise JobFailed(f"gave up after {self.time_limit:.0f} s") from None
+        finally:
+            slow_timer.cancel()
+            del self._running[worker]
+            if reusable and worker.alive and not self._closed and len(self._idle) < self.size:
+                self._idle.append(worker)
+            else:
+                worker.kill()
+                self.warm()  # a replacement starts now, not when the next job needs it
+
+    async def _run_in_process(self, kind: str, args: tuple) -> Any:
+        loop = asyncio.get_running_loop()
+        assert self._in_process is not None
+        status, value = await loop.run_in_executor(self._in_process, worker_module.handle, (kind, args))
+        if status != "ok":
+            raise JobFailed(value)
+        return value

@@ -1,0 +1,471 @@
+"""``mpslint server``: the Language Server Protocol over stdio, on pygls.
+
+The server process holds the open documents, resolves their settings, and
+talks to the editor; checks and fixes run in worker processes
+(``mpslint.server.pool``), scheduled per document by
+``mpslint.server.scheduler``. Nothing here parses Python: the event loop
+only moves text and findings, so a request never waits behind a parse it
+does not need.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+
+from mpslint import __version__
+from mpslint.config import Settings
+from mpslint.diagnostic import Diagnostic, Location
+from mpslint.server import settings as client_settings
+from mpslint.server.actions import FIX_ALL_KIND, ActionBuilder, fix_all_request
+from mpslint.server.documents import Document, Snapshot
+from mpslint.server.hover import code_at, hover_text, rule_text
+from mpslint.server.pool import JobFailed, Pool
+from mpslint.server.projects import Projects, is_config_file
+from mpslint.server.scheduler import Scheduler
+from mpslint.server.targets import Checked, TextTarget, is_python, path_of
+
+logger = logging.getLogger(__name__)
+
+# Files whose change can change some document's settings (see mpslint.server.projects).
+CONFIG_GLOBS = ("**/pyproject.toml", "**/mpslint.toml", "**/requirements*.txt")
+# How often config files are looked at when the client does not watch them (a few stat calls per open folder).
+CONFIG_POLL_SECONDS = 2.0
+INTERNAL_ERROR = "MPS900"
+
+
+def default_workers() -> int:
+    """Resident worker processes: as many as can check at once (up to two), plus one.
+
+    The spare is for when a stale check is stopped: its worker ends and a new
+    one takes a moment to import the engine; meanwhile the next document is
+    checked by the spare instead of waiting. An idle worker holds about 25 MB.
+    """
+    return min(os.cpu_count() or 1, 2) + 1
+
+
+@dataclass(frozen=True)
+class Job:
+    """One check: a snapshot of a target's text and the settings it is checked with (None: excluded)."""
+
+    version: int
+    snapshot: Snapshot
+    path: str
+    settings: Optional[Settings]
+
+
+class Protocol(LanguageServerProtocol):
+    """pygls' protocol, minus its own copy of each text document (``mpslint.server.documents`` says why)."""
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: lsp.DidOpenTextDocumentParams):
+        handler = self.fm.features.get(lsp.TEXT_DOCUMENT_DID_OPEN)
+        if handler is not None:
+            yield handler, (params,), None
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams):
+        handler = self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CHANGE)
+        if handler is not None:
+            yield handler, (params,), None
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: lsp.DidCloseTextDocumentParams):
+        handler = self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CLOSE)
+        if handler is not None:
+            yield handler, (params,), None
+
+
+class MpslintServer(LanguageServer):
+    def __init__(self, *, workers: Optional[int] = None, debounce: float = 0.25) -> None:
+        super().__init__("mpslint", __version__, protocol_cls=Protocol)
+        self.targets: Dict[str, TextTarget] = {}  # by target key
+        self.owners: Dict[str, str] = {}  # document URI -> the key of the target it belongs to
+        self.projects = Projects()
+        self.pool = Pool(workers or default_workers())
+        self.scheduler = Scheduler(self._check, self._publish, debounce=debounce)
+        self.epoch = 0  # bumped whenever settings may have changed: results of an older epoch are stale
+        self.init_options: Any = None
+        self.client = client_settings.ClientSettings()
+        self.watching = False  # the client reports config file changes (workspace/didChangeWatchedFiles)
+        self._poller: Optional["asyncio.Task[None]"] = None
+        self._shown: Set[str] = set()
+        # Fix-all results by target: computed once per text, settings and safety, however often asked.
+        self._fixed: Dict[str, Tuple[Any, Tuple[str, Optional[str]]]] = {}
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    @property
+    def encoding(self) -> str:
+        return str(self.workspace.position_encoding or lsp.PositionEncodingKind.Utf16)
+
+    def capability(self, dotted: str) -> Any:
+        """A client capability by its path (``text_document.hover.content_format``), or None."""
+        value: Any = self.client_capabilities
+        for part in dotted.split("."):
+            value = getattr(value, part, None)
+            if value is None:
+                return None
+        return value
+
+    def shutdown(self) -> None:
+        # The connection ended (exit, closed pipes, or a crash of the client): no worker may outlive it.
+        self.stop_polling()
+        self.scheduler.close()
+        self.pool.close()
+        super().shutdown()
+
+    def show_once(self, kind: lsp.MessageType, message: str) -> None:
+        """Tell the user, once per settings epoch: a config problem is not news on every keystroke."""
+        if message in self._shown:
+            return
+        self._shown.add(message)
+        self.window_log_message(lsp.LogMessageParams(type=kind, message=f"mpslint: {message}"))
+        self.window_show_message(lsp.ShowMessageParams(type=kind, message=f"mpslint: {message}"))
+
+    # -- documents -----------------------------------------------------------------------------
+
+    def open(self, item: lsp.TextDocumentItem) -> None:
+        if not is_python(item.uri, item.language_id):
+            return
+        target = TextTarget(Document(item.uri, item.language_id, item.version, Snapshot.of(item.text)))
+        self.targets[target.key] = target
+        for uri in target.uris:
+            self.owners[uri] = target.key
+        self.scheduler.track(target.key, lambda: self._make(target), lambda: (target.version, self.epoch))
+        self.scheduler.request(target.key, delay=0)
+
+    def target_of(self, uri: str) -> Optional[TextTarget]:
+        key = self.owners.get(uri)
+        return self.targets.get(key) if key is not None else None
+
+    def change(self, params: lsp.DidChangeTextDocumentParams) -> None:
+        target = self.target_of(params.text_document.uri)
+        if target is None:
+            return
+        target.document.apply(list(params.content_changes), params.text_document.version, self.encoding)
+        self.scheduler.request(target.key)
+
+    def save(self, uri: str) -> None:
+        path = path_of(uri)
+        if path is not None and is_config_file(path.name):
+            if not self.watching:  # else the file watcher reports it too
+                self.settings_changed()
+            return
+        target = self.target_of(uri)
+        if target is None:
+            return
+        if self.projects.changed_since_last_look(target.path):
+            self.settings_changed()
+        else:
+            self.scheduler.request(target.key, delay=0)
+
+    def close(self, uri: str) -> None:
+        target = self.target_of(uri)
+        if target is None:
+            return
+        del self.targets[target.key]
+        self._fixed.pop(target.key, None)
+        for document_uri in target.uris:
+            self.owners.pop(document_uri, None)
+        self.scheduler.forget(target.key)
+        for document_uri in target.uris:
+            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=document_uri, diagnostics=[]))
+
+    def settings_changed(self, *, except_key: Optional[str] = None) -> None:
+        """Config files or the editor's settings changed: resolve again and re-check every open document."""
+        self.epoch += 1
+        self.projects.reset()
+        self._shown.clear()
+        for key in list(self.targets):
+            if key != except_key:
+                self.scheduler.request(key, delay=0)
+
+    def apply_settings(self, pulled: Any) -> None:
+        raw = client_settings.combine(self.init_options, pulled)
+        parsed = client_settings.parse(raw, "mpslint settings")
+        for problem in parsed.problems:
+            self.show_once(lsp.MessageType.Warning, problem)
+        if parsed != self.client:
+            self.client = parsed
+            self.projects.set_client(parsed)
+            self.settings_changed()
+
+    async def pull_settings(self) -> None:
+        if not self.capability("workspace.configuration"):
+            return
+        try:
+            answer = await self.workspace_configuration_async(
+                lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section=client_settings.SECTION)])
+            )
+        except Exception as exc:  # a client that cannot answer keeps the initialization options
+            logger.warning("mpslint: workspace/configuration failed: %s", exc)
+            return
+        self.apply_settings(answer[0] if answer else None)
+
+    def start_polling(self) -> None:
+        """Look for config edits now and then, for clients that do not report file changes."""
+        if self._poller is None and not self.watching:
+            self._poller = asyncio.ensure_future(self._poll_config())
+
+    def stop_polling(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            self._poller = None
+
+    async def _poll_config(self) -> None:
+        while True:
+            await asyncio.sleep(CONFIG_POLL_SECONDS)
+            paths = {t.path for t in self.targets.values() if t.path is not None}
+            if any([self.projects.changed_since_last_look(path) for path in paths]):  # a list: look at all
+                self.settings_changed()
+
+    # -- checking ------------------------------------------------------------------------------
+
+    def _make(self, target: TextTarget) -> Tuple[Tuple[int, int], Job]:
+        if self.projects.changed_since_last_look(target.path):
+            self.settings_changed(except_key=target.key)
+        resolution = self.projects.resolve(target.path)
+        if resolution.error:
+            self.show_once(lsp.MessageType.Error, resolution.error)
+        job = Job(target.version, target.snapshot, target.engine_path, resolution.settings)
+        return (target.version, self.epoch), job
+
+    async def _check(self, job: Job) -> Checked:
+        if job.settings is None:  # excluded by the project's config
+            return Checked(job.version, job.snapshot, job.path, None, [])
+        try:
+            diagnostics, parsed = await self.pool.run("check", job.snapshot.text, job.path, job.settings)
+        except JobFailed as exc:
+            message = f"mpslint: checking {job.path} failed: {exc}"
+            self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Error, message=message))
+            diagnostics, parsed = [internal_error(job.path, str(exc))], True
+        return Checked(job.version, job.snapshot, job.path, job.settings, list(diagnostics), parsed)
+
+    def _publish(self, key: str, token: Any, checked: Checked) -> None:
+        target = self.targets.get(key)
+        if target is None:
+            return
+        for uri, diagnostics in target.diagnostics(checked, self.encoding).items():
+            self.text_document_publish_diagnostics(
+                lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=checked.version)
+            )
+
+    # -- requests ------------------------------------------------------------------------------
+
+    async def current(self, uri: str) -> Tuple[Optional[TextTarget], Optional[Checked]]:
+        """The target of ``uri`` and its findings for the text the client has now."""
+        target = self.target_of(uri)
+        if target is None:
+            return None, None
+        checked = await self.scheduler.result_for(target.key)
+        if checked is None or checked.version != target.version:
+            return target, None
+        return target, checked
+
+    def builder(self, target: TextTarget, checked: Checked, unsafe: bool) -> ActionBuilder:
+        return ActionBuilder(
+            target,
+            checked,
+            self.encoding,
+            unsafe=unsafe,
+            versioned=bool(self.capability("workspace.workspace_edit.document_changes")),
+            version=checked.version,
+        )
+
+    async def code_actions(self, params: lsp.CodeActionParams) -> Optional[List[lsp.CodeAction]]:
+        target, checked = await self.current(params.text_document.uri)
+        if target is None or checked is None or checked.settings is None:
+            return None
+        builder = self.builder(target, checked, self.client.unsafe_fixes)
+        actions = builder.actions(params.text_document.uri, params.range, params.context.only)
+        properties = self.capability("text_document.code_action.resolve_support.properties") or []
+        if "edit" not in properties:  # the client cannot ask for the fix-all edit later: add it now
+            actions = [a for a in [await self.resolve(a) for a in actions] if a.edit is not None]
+        return actions
+
+    async def resolve(self, action: lsp.CodeAction) -> lsp.CodeAction:
+        if action.edit is not None:
+            return action
+        request = fix_all_request(action)
+        if request is None:
+            return action
+        uri, version, unsafe = request
+        target, checked = await self.current(uri)
+        if target is None or checked is None or checked.version != version or checked.settings is None:
+            return action  # the text changed since the action was offered: nothing to apply
+        stamp = (checked.version, self.epoch, unsafe)
+        cached = self._fixed.get(target.key)
+        if cached is not None and cached[0] == stamp:
+            fixed, error = cached[1]
+        else:
+            try:
+                fixed, _, error = await self.pool.run(
+                    "fix", checked.snapshot.text, checked.path, checked.settings, unsafe, checked.snapshot.newline
+                )
+            except JobFailed as exc:
+                self.show_once(lsp.MessageType.Error, f"fixing {checked.path} failed: {exc}")
+                return action
+            self._fixed[target.key] = (stamp, (fixed, error))
+        if error:
+            self.show_once(lsp.MessageType.Warning, f"{checked.path}: {error}")
+        action.edit = self.builder(target, checked, unsafe).fix_all_edit(fixed)
+        return action
+
+    async def hover(self, params: lsp.HoverParams) -> Optional[lsp.Hover]:
+        target, checked = await self.current(params.text_document.uri)
+        if target is None or checked is None:
+            return None
+        offset = target.offset(params.text_document.uri, params.position, checked, self.encoding)
+        here = [d for d in checked.diagnostics if checked.span(d)[0] <= offset <= checked.span(d)[1]]
+        formats = self.capability("text_document.hover.content_format") or []
+        markdown = lsp.MarkupKind.Markdown in formats
+        text = hover_text(here, markdown=markdown) if here else None
+        if text is None:  # on a rule code in a suppression comment?
+            row = bisect.bisect_right(checked.snapshot.starts, offset) - 1
+            code = code_at(checked.snapshot.line(row), offset - checked.snapshot.starts[row])
+            text = rule_text(code, markdown=markdown) if code else None
+        if text is None:
+            return None
+        kind = lsp.MarkupKind.Markdown if markdown else lsp.MarkupKind.PlainText
+        return lsp.Hover(contents=lsp.MarkupContent(kind=kind, value=text))
+
+
+def internal_error(path: str, reason: str) -> Diagnostic:
+    first = reason.strip().splitlines()[-1] if reason.strip() else "unknown reason"
+    return Diagnostic(
+        INTERNAL_ERROR,
+        f"internal error: the check of this file did not finish ({first}); findings are missing. "
+        "Please report this at https://github.com/mpslint/mpslint/issues with the file",
+        path,
+        Location(1, 1),
+        Location(1, 1),
+    )
+
+
+def workspace_folders(params: lsp.InitializeParams) -> List[Path]:
+    folders = [path_of(f.uri) for f in params.workspace_folders or []]
+    if not folders and params.root_uri:
+        folders = [path_of(params.root_uri)]
+    if not folders and params.root_path:
+        folders = [Path(params.root_path)]
+    return [f for f in folders if f is not None]
+
+
+def build(*, workers: Optional[int] = None, debounce: float = 0.25) -> MpslintServer:
+    server = MpslintServer(workers=workers, debounce=debounce)
+
+    @server.feature(lsp.INITIALIZE)
+    def initialize(params: lsp.InitializeParams) -> None:
+        server.init_options = params.initialization_options
+        server.projects.set_folders(workspace_folders(params))
+        server.apply_settings(None)
+
+    @server.feature(lsp.INITIALIZED)
+    async def initialized(params: lsp.InitializedParams) -> None:
+        server.pool.warm()
+        registrations = []
+        if server.capability("workspace.did_change_watched_files.dynamic_registration"):
+            registrations.append(
+                lsp.Registration(
+                    id="mpslint-config-files",
+                    method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                    register_options=lsp.DidChangeWatchedFilesRegistrationOptions(
+                        watchers=[lsp.FileSystemWatcher(glob_pattern=glob) for glob in CONFIG_GLOBS]
+                    ),
+                )
+            )
+        if server.capability("workspace.did_change_configuration.dynamic_registration"):
+            registrations.append(
+                lsp.Registration(
+                    id="mpslint-settings",
+                    method=lsp.WORKSPACE_DID_CHANGE_CONFIGURATION,
+                    register_options=lsp.DidChangeConfigurationRegistrationOptions(section=client_settings.SECTION),
+                )
+            )
+        if registrations:
+            try:
+                await server.client_register_capability_async(lsp.RegistrationParams(registrations=registrations))
+            except Exception as exc:  # the client refused: config changes are still seen at the next check
+                logger.warning("mpslint: client/registerCapability failed: %s", exc)
+            else:
+                server.watching = any(r.method == lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES for r in registrations)
+        server.start_polling()
+        await server.pull_settings()
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(params: lsp.DidOpenTextDocumentParams) -> None:
+        server.open(params.text_document)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(params: lsp.DidChangeTextDocumentParams) -> None:
+        server.change(params)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE, lsp.SaveOptions(include_text=False))
+    def did_save(params: lsp.DidSaveTextDocumentParams) -> None:
+        server.save(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(params: lsp.DidCloseTextDocumentParams) -> None:
+        server.close(params.text_document.uri)
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(params: lsp.DidChangeWatchedFilesParams) -> None:
+        names = [path_of(change.uri) for change in params.changes]
+        if any(path is not None and is_config_file(path.name) for path in names):
+            server.settings_changed()
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(params: lsp.DidChangeConfigurationParams) -> None:
+        pushed = params.settings.get(client_settings.SECTION) if isinstance(params.settings, dict) else None
+        if pushed is not None:
+            server.apply_settings(pushed)
+        else:
+            await server.pull_settings()
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def did_change_workspace_folders(params: lsp.DidChangeWorkspaceFoldersParams) -> None:
+        removed = {path_of(f.uri) for f in params.event.removed}
+        added = [p for p in (path_of(f.uri) for f in params.event.added) if p is not None]
+        server.projects.set_folders([f for f in server.projects.given if f not in removed] + added)
+        server.settings_changed()
+
+    @server.feature(
+        lsp.TEXT_DOCUMENT_CODE_ACTION,
+        lsp.CodeActionOptions(
+            code_action_kinds=[lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.SourceFixAll, FIX_ALL_KIND],
+            resolve_provider=True,
+        ),
+    )
+    async def code_action(params: lsp.CodeActionParams) -> Optional[List[lsp.CodeAction]]:
+        return await server.code_actions(params)
+
+    @server.feature(lsp.CODE_ACTION_RESOLVE)
+    async def code_action_resolve(params: lsp.CodeAction) -> lsp.CodeAction:
+        return await server.resolve(params)
+
+    @server.feature(lsp.TEXT_DOCUMENT_HOVER)
+    async def hover(params: lsp.HoverParams) -> Optional[lsp.Hover]:
+        return await server.hover(params)
+
+    @server.feature(lsp.SHUTDOWN)
+    async def shutdown(params: Any) -> None:
+        server.stop_polling()
+        server.scheduler.close()
+        await server.pool.aclose()
+
+    return server
+
+
+def serve(*, workers: Optional[int] = None) -> None:
+    build(workers=workers).start_io()

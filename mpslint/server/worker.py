@@ -1,0 +1,124 @@
+"""The checking process: ``python -m mpslint.server.worker``, one of the server's pool.
+
+It imports the engine and every rule once, then answers requests on stdin
+with replies on stdout, each a 4-byte big-endian length and a pickle. A
+request is ``(kind, args)``; the reply ``("ok", value)`` or ``("error",
+traceback)``. Checking in a separate process keeps the server's event loop
+free while LibCST parses, lets two documents be checked at once, lets the
+server stop work that went stale by ending the process, and keeps a crash
+in a native parser from taking the server down.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import struct
+import sys
+import traceback
+from collections import Counter
+from typing import Any, BinaryIO, Optional, Tuple
+
+_HEADER = struct.Struct(">I")
+READY = ("ready", None)
+
+
+def write_frame(stream: BinaryIO, value: Any) -> None:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def read_frame(stream: BinaryIO) -> Optional[Any]:
+    """The next value, or None at the end of the stream."""
+    header = _read_exactly(stream, _HEADER.size)
+    if header is None:
+        return None
+    body = _read_exactly(stream, _HEADER.unpack(header)[0])
+    return None if body is None else pickle.loads(body)
+
+
+def _read_exactly(stream: BinaryIO, size: int) -> Optional[bytes]:
+    chunks = []
+    while size:
+        chunk = stream.read(size)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def check(text: str, path: str, settings) -> Tuple[list, bool]:
+    from mpslint.engine import check_text
+
+    result = check_text(text, path, settings)
+    return result.diagnostics, result.parsed
+
+
+def fix(text: str, path: str, settings, unsafe: bool, newline: str) -> Tuple[str, Counter, Optional[str]]:
+    """Every applicable fix to a fixpoint; inserted lines end with the document's own ``newline``."""
+    from mpslint.fixer import fix_text
+
+    outcome = fix_text(text, path, settings, unsafe=unsafe, newline=newline)
+    return outcome.text, outcome.fixed, outcome.error
+
+
+HANDLERS = {"check": check, "fix": fix}
+
+
+def handle(request: Tuple[str, tuple]) -> Tuple[str, Any]:
+    kind, args = request
+    try:
+        return ("ok", HANDLERS[kind](*args))
+    except Exception:
+        return ("error", traceback.format_exc())
+
+
+# Reaches every rule family, so that the tables rules load on first use (the MPS op table, above
+# all) are loaded before the first real request instead of during it.
+WARM_UP_SOURCE = """\
+import torch
+from torch.utils.data import DataLoader
+
+
+def train(model, dataset, optimizer, device):
+    model.cuda()
+    loader = DataLoader(dataset, num_workers=2, pin_memory=True)
+    for x, y in loader:
+        x = x.to(device)
+        loss = torch.nn.functional.cross_entropy(model(x), y) + torch.linalg.svd(x).S.sum()
+        loss.backward()
+        optimizer.step()
+        print(loss.item(), torch.from_numpy(x.numpy()).double().to(device))
+"""
+
+
+def warm_up() -> None:
+    """Import and load what requests need, so the first one costs no more than the next."""
+    from mpslint.config import Settings
+    from mpslint.fixer import fix_text
+
+    fix_text(WARM_UP_SOURCE, "warm_up.py", Settings())
+
+
+def main() -> None:
+    # The replies go to the real stdout; anything a library prints goes to stderr instead (the editor's log).
+    channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    requests = sys.stdin.buffer
+    # The server decides when work stops: a Ctrl-C meant for the editor's process group is not ours.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    warm_up()
+    write_frame(channel, READY)
+    while True:
+        request = read_frame(requests)
+        if request is None:  # the server closed the pipe (or died): nothing left to do
+            return
+        write_frame(channel, handle(request))
+
+
+if __name__ == "__main__":
+    main()
