@@ -155,5 +155,35 @@ def readme_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+_README_TABLE = re.compile(r"(<!-- rules:start -->\n)(.*?)(<!-- rules:end -->)", re.DOTALL)
+
+
+def write_readme_table(readme: Path) -> bool:
+    """Put the generated table between README's ``rules:start``/``rules:end`` markers; True if it changed."""
+    text = readme.read_text(encoding="utf-8")
+    if not _README_TABLE.search(text):
+        raise ValueError(f"{readme}: no <!-- rules:start --> ... <!-- rules:end --> markers")
+    updated = _README_TABLE.sub(lambda m: m.group(1) + readme_table() + m.group(3), text)
+    if updated != text:
+        readme.write_text(updated, encoding="utf-8")
+    return updated != text
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m mpslint.catalog`` prints README's rule table; ``--write`` puts it into README.md."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m mpslint.catalog", description=main.__doc__)
+    parser.add_argument("--write", action="store_true", help="update the table in README.md")
+    parser.add_argument("--readme", type=Path, default=Path(__file__).resolve().parent.parent / "README.md")
+    args = parser.parse_args(argv)
+    if not args.write:
+        print(readme_table(), end="")
+        return 0
+    changed = write_readme_table(args.readme)
+    print(f"{args.readme}: {'updated' if changed else 'already up to date'}")
+    return 0
+
+
 if __name__ == "__main__":
-    print(readme_table(), end="")
+    raise SystemExit(main())

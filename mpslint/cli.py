@@ -28,6 +28,7 @@ FORMAT_CHOICES = ("concise", "full", "json", "sarif", "github", "junit")
 LAZY_COMMANDS: Dict[str, Tuple[str, str, str]] = {
     "verify": ("mpslint.verify.command", "verify", "Run a script and report what happened on the mps device."),
     "server": ("mpslint.server.command", "server", "Run the language server for editors (LSP over stdio)."),
+    "report": ("mpslint.report.command", "report", "Write a migration plan for MPS: HTML, Markdown or JSON."),
 }
 
 

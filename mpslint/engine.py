@@ -29,7 +29,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from mpslint import registry
 from mpslint.analysis.tree import Tree
-from mpslint.checks.base import Context, FixSpec, NodeEdit, Report, Rule, RuleClass
+from mpslint.checks.base import Context, Report, Rule, RuleClass
+from mpslint.fixes.edits import FixSpec, NodeEdit
 from mpslint.config import Settings
 from mpslint.diagnostic import Diagnostic, Edit, Fix, Location
 from mpslint.source import brackets_too_deep, line_starts
@@ -291,7 +292,7 @@ class _EditResolver:
     def fixes(self):
         """The file in LibCST (``mpslint.fixes.FixContext``), or None when LibCST cannot read it."""
         if self._fixes is None and not self._broken:
-            from mpslint.fixes import FixContext
+            from mpslint.fixes.context import FixContext
 
             try:
                 if brackets_too_deep(self.ctx.source):

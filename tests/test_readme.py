@@ -13,7 +13,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 def test_rule_table_is_generated_from_the_catalog():
     table = re.search(r"<!-- rules:start -->\n(.*?)<!-- rules:end -->", README, re.DOTALL).group(1)
-    assert table == catalog.readme_table(), "run `python -m mpslint.catalog` and paste the table into README.md"
+    assert table == catalog.readme_table(), "run `python -m mpslint.catalog --write`"
 
 
 def test_ci_runs_the_readme_test_command():

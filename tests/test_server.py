@@ -241,7 +241,7 @@ async def test_positions_survive_form_feeds_and_astral_characters(tmp_path):
         published = await session.diagnostics(uri, version)
         assert codes(published) == ["MPS101"]
         assert published[0].range.start == lsp.Position(line, len("label = '\U0001F680'; x = ") + 1)
-        expected = check_text(session.texts[uri], "a.py", ConfigResolver(cwd=tmp_path).default().settings).diagnostics
+        expected = check_text(session.texts[uri], "a.py", ConfigResolver(cwd=tmp_path).for_directory(tmp_path).settings).diagnostics
         assert [d.code for d in expected] == ["MPS101"]
 
 
@@ -252,7 +252,7 @@ async def test_a_file_that_does_not_parse_is_MPS000_until_it_does(tmp_path):
         uri = session.open(tmp_path / "a.py", broken)
         (published,) = await session.diagnostics(uri)
         assert published.code == "MPS000" and published.severity == lsp.DiagnosticSeverity.Error
-        (expected,) = check_text(broken, "a.py", ConfigResolver(cwd=tmp_path).default().settings).diagnostics
+        (expected,) = check_text(broken, "a.py", ConfigResolver(cwd=tmp_path).for_directory(tmp_path).settings).diagnostics
         assert published.message == expected.message  # Python's own words ("'(' was never closed")
         assert published.range.start.line == 1
         actions = await session.code_actions(uri, published.range)

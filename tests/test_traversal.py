@@ -24,7 +24,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from mpslint.analysis.tree import Tree
 from mpslint.checks.base import Context
 from mpslint.config import Settings
-from mpslint.fixes import FixContext, walk
+from mpslint.fixes import walk
+from mpslint.fixes.context import FixContext
 from mpslint.fixes.ranges import node_ranges
 
 from corpus import corpus_dir

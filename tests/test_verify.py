@@ -10,7 +10,9 @@ from typing import Dict, Tuple
 
 import pytest
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
+if not hasattr(torch.utils, "swap_tensors"):
+    pytest.skip("--simulate needs torch 2.3 (tests/test_verify_probe.py covers older torch)", allow_module_level=True)
 
 from click.testing import CliRunner
 
@@ -43,8 +45,9 @@ def run_verify(*args: str):
     return _runs[args]
 
 
-def json_report(name: str, *extra: str) -> Tuple[dict, object]:
-    result = run_verify("--simulate", "--output-format", "json", *extra, rel(name))
+def json_report(name: str, *extra: str, script_args: Tuple[str, ...] = ()) -> Tuple[dict, object]:
+    result = run_verify("--simulate", "--output-format", "json", *extra, rel(name), *(("--",) + script_args
+                                                                                    if script_args else ()))
     return json.loads(result.stdout), result
 
 
@@ -101,13 +104,21 @@ def test_op_without_mps_kernel_in_a_loop_is_a_fallback_with_count_and_line(plain
     assert result.exit_code == 1 and report["verdict"] == "fail"
     row = row_of("missing_kernel_loop", "pdist(features)")
     assert report["fallbacks"] == [
-        {"op": "aten::_pdist_forward", "count": 4, "location": {"filename": rel("missing_kernel_loop"), "row": row}}
+        {"op": "aten::_pdist_forward", "count": 4, "location": {"filename": rel("missing_kernel_loop"), "row": row},
+         "without_fallback": "NotImplementedError"}
     ]
     assert report["errors"] == []
     assert plain_runs["missing_kernel_loop"][0] == "ok"
-    assert set(report) == {"script", "device", "simulated", "torch_version", "verdict", "exit_code", "duration_s",
-                           "fallbacks", "syncs", "errors", "static"}
-    assert report["device"] == "mps" and report["simulated"] is True and report["exit_code"] == 0
+    assert list(report) == ["script", "device", "simulated", "torch_version", "verdict", "reasons",
+                            "script_exit_code", "duration_s", "ops", "ops_on_device", "fallback_setting", "fallbacks",
+                            "syncs", "errors", "static"]
+    assert report["device"] == "mps" and report["simulated"] is True and report["script_exit_code"] == 0
+    assert report["reasons"] == ["CPU fallbacks"] and 0 < report["ops_on_device"] <= report["ops"]
+    assert report["fallback_setting"] == {"enabled": True, "value": "1", "row": None,
+                                          "source": "mpslint verify (its default; --no-fallback leaves the variable "
+                                                    "unset)"}
+    # The default turns the fallback on: the report says what happens without it, and where.
+    assert f"NotImplementedError at {rel('missing_kernel_loop')}:{row}" in result.stderr
 
 
 def test_float64_numpy_to_device_fails_at_that_line(plain_runs):
@@ -116,7 +127,7 @@ def test_float64_numpy_to_device_fails_at_that_line(plain_runs):
     row = row_of("float64_numpy", "torch.from_numpy(features).to(device)")
     assert report["errors"] == [{"type": "TypeError", "message": messages.FLOAT64,
                                  "location": {"filename": rel("float64_numpy"), "row": row}}]
-    assert report["exit_code"] == 1
+    assert report["script_exit_code"] == 1
     assert {"code": "MPS303", "row": row, "status": "confirmed"} in report["static"]
     # The script's own output before the failure is passed through, and on the CPU it runs to the end.
     assert "loaded (3, 4)" in result.stderr
@@ -182,11 +193,11 @@ def test_fixed_cuda_training_script_passes(tmp_path):
 
 def test_golden_fixed_cuda_fixture_passes_with_max_steps():
     """The MPS1xx fixer's golden output for a CUDA AMP training script runs clean on mps."""
-    result = run_verify("--simulate", "--max-steps", "5", "--output-format", "json",
+    result = run_verify("--simulate", "--max-steps", "20", "--output-format", "json",
                         "fixtures/cuda/train_cuda.fixed.py", "--", "--steps", "8")
     report = json.loads(result.stdout)
     assert report["verdict"] == "pass", (report, result.stderr)
-    assert report["exit_code"] == 0 and result.exit_code == 0
+    assert report["script_exit_code"] == 0 and result.exit_code == 0
     assert "final loss" in result.stderr  # the script ran to its end, with its own arguments
 
 
@@ -211,3 +222,108 @@ def test_a_verifier_crash_exits_2(monkeypatch):
     monkeypatch.setattr(launcher, "launch", lambda options, **kw: launcher.Run(raw, 2, False, 0.1))
     result = CliRunner().invoke(verify, ["--simulate", rel("clean_loop")])
     assert result.exit_code == 2 and "ImportError: boom" in result.stderr
+
+
+# -- issue cases: each with PyTorch 2.13's exact message and the script's line ------------------
+
+SHA = "cf30153c4c131c8164ee7798e5022d810682e2cb"  # torch 2.13.0's commit, printed by the missing-kernel error
+
+
+def not_implemented(op: str) -> str:
+    return (f"The operator '{op}' is not currently implemented for the MPS device. If you want this op to be "
+            "considered for addition please comment on https://github.com/pytorch/pytorch/issues/141287 and mention "
+            f"use-case, that resulted in missing op as well as commit hash {SHA}. As a temporary fix, you can set the "
+            "environment variable `PYTORCH_ENABLE_MPS_FALLBACK=1` to use the CPU as a fallback for this op. WARNING: "
+            "this will be slower than running natively on MPS.")
+
+
+needs_2_13 = pytest.mark.skipif(not __import__("torch").__version__.startswith("2.13."),
+                                reason="the exact texts are torch 2.13's")
+
+KERNEL_LIMITS = [
+    ("int-linear", "RuntimeError", "MPS device does not support linear for non-float inputs", "F.linear("),
+    ("adaptive-pool", "NotImplementedError",
+     "Adaptive pool MPS: input sizes must be divisible by output sizes. Non-divisible input sizes are not implemented "
+     "on MPS device yet. For now, you can manually transfer tensor to cpu in this case. Please refer to "
+     "[this issue](https://github.com/pytorch/pytorch/issues/96056)", "F.adaptive_avg_pool2d("),
+    ("wide-conv", "NotImplementedError", "Output channels > 65536 not supported at the MPS device. ", "F.conv1d("),
+    ("half-conv-transpose-3d", "RuntimeError", "ConvTranspose 3D with BF16 or FP16 types is not supported on MPS",
+     "F.conv_transpose3d("),
+    ("complex128", "TypeError",
+     "Trying to convert ComplexDouble to the MPS backend but it does not have support for that dtype.",
+     "torch.zeros(3, dtype=torch.complex128).to(device)"),
+]
+
+
+@needs_2_13
+@pytest.mark.parametrize("case, kind, message, marker", KERNEL_LIMITS, ids=[c[0] for c in KERNEL_LIMITS])
+def test_restrictions_inside_existing_kernels_raise_pytorchs_error_at_the_line(case, kind, message, marker):
+    report, result = json_report("kernel_limits", script_args=(case,))
+    assert report["errors"] == [{"type": kind, "message": message,
+                                 "location": {"filename": rel("kernel_limits"), "row": row_of("kernel_limits", marker)}}]
+    assert report["verdict"] == "fail" and result.exit_code == 1 and report["script_exit_code"] == 1
+    assert "ran" not in result.stderr.splitlines()  # the script stopped there, as on a Mac
+
+
+@needs_2_13
+def test_ctc_loss_with_cpu_lengths_reaches_the_missing_ctc_kernel():
+    """ctc_loss moves the lengths (and targets) itself: the outcome is the missing aten::_ctc_loss kernel."""
+    row = row_of("ctc_loss", "nn.CTCLoss()(")
+    report, result = json_report("ctc_loss", "--no-fallback")
+    assert report["errors"] == [{"type": "NotImplementedError", "message": not_implemented("aten::_ctc_loss"),
+                                 "location": {"filename": rel("ctc_loss"), "row": row}}]
+    report, result = json_report("ctc_loss")  # the fallback on: forward and backward run on the CPU
+    assert report["errors"] == []
+    assert [(f["op"], f["location"]["row"]) for f in report["fallbacks"]] == [
+        ("aten::_ctc_loss", row), ("aten::_ctc_loss_backward", row_of("ctc_loss", "loss.backward()"))]
+    assert "loss=" in result.stderr and "Placeholder" not in result.stderr
+
+
+def test_fallback_switch_set_before_the_scripts_torch_import_is_honoured():
+    row = row_of("fallback_env_before_import", 'os.environ["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"')
+    report, result = json_report("fallback_env_before_import", "--no-fallback")
+    assert report["errors"] == [] and report["script_exit_code"] == 0
+    assert report["fallback_setting"] == {"enabled": True, "value": "1", "source": "script", "row": row}
+    assert [f["op"] for f in report["fallbacks"]] == ["aten::_pdist_forward"]
+    assert f"PYTORCH_ENABLE_MPS_FALLBACK=1 when torch was imported (from {rel('fallback_env_before_import')}:{row})" \
+        in result.stderr
+    assert "without PYTORCH_ENABLE_MPS_FALLBACK=1" not in result.stderr  # the script sets it itself
+
+
+@needs_2_13
+def test_fallback_switch_set_after_the_import_is_ignored_and_said_so():
+    report, result = json_report("fallback_env_after_import", "--no-fallback")
+    assert report["fallback_setting"]["enabled"] is False
+    assert report["errors"][0]["type"] == "NotImplementedError"
+    assert report["errors"][0]["location"]["row"] == row_of("fallback_env_after_import", "pdist(features)")
+    row = row_of("fallback_env_after_import", 'os.environ["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"')
+    assert f"{rel('fallback_env_after_import')}:{row} sets PYTORCH_ENABLE_MPS_FALLBACK after torch is imported: " \
+           "it has no effect" in result.stderr
+
+
+def test_a_script_that_ran_nothing_on_mps_is_not_a_pass():
+    report, result = json_report("cuda_guarded")
+    assert report["verdict"] == "fail" and result.exit_code == 1
+    assert report["ops"] > 0 and report["ops_on_device"] == 0 and report["device"] is None
+    assert report["errors"] == [] and report["script_exit_code"] == 0
+    (reason,) = report["reasons"]
+    assert reason.startswith("nothing ran on mps") and "torch.cuda.is_available()" in reason
+    text = run_verify("--simulate", rel("cuda_guarded")).stdout
+    assert "0 of " in text.splitlines()[1] and "fail: nothing ran on mps" in text
+    report, _ = json_report("no_torch")
+    assert report["verdict"] == "fail" and report["reasons"] == ["the script never imported torch, so nothing ran on mps"]
+
+
+def test_events_are_attributed_to_the_innermost_line_in_the_users_own_files():
+    result = run_verify("--simulate", "--output-format", "json", "fixtures/verify/package_loop/train.py")
+    report = json.loads(result.stdout)
+    module = "fixtures/verify/package_loop/loops.py"
+    lines = (ROOT / module).read_text().splitlines()
+    item = next(i for i, line in enumerate(lines, 1) if "loss.item()" in line)
+    pdist = next(i for i, line in enumerate(lines, 1) if "pdist(" in line)
+    assert {"kind": "item", "count": 4, "hot": True, "location": {"filename": module, "row": item}} in report["syncs"]
+    assert [(f["op"], f["location"]) for f in report["fallbacks"]] == [
+        ("aten::_pdist_forward", {"filename": module, "row": pdist})]
+    # The simulator's warning points at the user's line, never at mpslint's own code.
+    assert f"loops.py:{pdist}: UserWarning: The operator 'aten::_pdist_forward'" in result.stderr
+    assert "mpslint/verify" not in result.stderr

@@ -64,29 +64,6 @@ def test_not_implemented_text_by_version():
     assert messages.NOT_IMPLEMENTED_RE.search(text).group("op") == "aten::linalg_eig"
 
 
-# -- the probe, fed PyTorch's real warning --------------------------------
-
-@torch.library.custom_op("mpslint_verify_test::falls_back", mutates_args=())
-def falls_back(x: torch.Tensor) -> torch.Tensor:
-    warnings.warn(REAL_FALLBACK, UserWarning)  # what the boxed MPS fallback emits on a Mac
-    return x.clone()
-
-
-def test_probe_records_a_real_fallback_warning_at_the_users_line():
-    recorder = probe.Recorder(__file__)
-    x = torch.ones(3)
-    with warnings.catch_warnings(record=True) as shown:
-        warnings.simplefilter("always")
-        with probe.ProbeMode(recorder):
-            for _ in range(3):
-                falls_back(x); line = _line()  # noqa: E702
-            warnings.warn("unrelated", UserWarning)
-    (event,) = recorder.as_json()
-    assert (event["kind"], event["key"], event["count"], event["row"]) == ("fallback", "aten::sgn.out", 3, line)
-    # The fallback warning is consumed; the script's other warnings still reach its filters.
-    assert [str(w.message) for w in shown] == ["unrelated"]
-
-
 def _line() -> int:
     import inspect
 
@@ -108,10 +85,11 @@ def test_step_clock_prefers_optimizer_steps_then_batches_then_forward_calls():
     assert report.step_clock({"optimizer": 0, "batches": 0, "forward": 0}) is None
 
 
-def _run(events=(), errors=(), lines=(), clocks=None):
-    raw = {"status": "ran", "simulated": False, "torch_version": "2.13.0", "exit_code": 1 if errors else 0,
+def _run(events=(), errors=(), lines=(), clocks=None, ops_on_device=40):
+    raw = {"status": "ran", "simulated": False, "torch_version": "2.13.0", "script_exit_code": 1 if errors else 0,
            "duration_s": 1.5, "events": list(events), "errors": list(errors), "lines": list(lines),
-           "clocks": clocks or {"optimizer": 5, "batches": 5, "forward": 5}, "notes": []}
+           "clocks": clocks or {"optimizer": 5, "batches": 5, "forward": 5}, "notes": [], "torch_imported": True,
+           "ops": 50, "ops_on_device": ops_on_device}
     return launcher.Run(raw, 0, False, 2.0)
 
 
@@ -127,10 +105,13 @@ def test_real_mps_report_verdicts_and_exact_json_shape():
                        _event("sync", "to_host", 30, [5])], lines=range(1, 40))
     verdict = report.build(options, run)
     r = verdict.report
-    assert list(r) == ["script", "device", "simulated", "torch_version", "verdict", "exit_code", "duration_s",
-                       "fallbacks", "syncs", "errors", "static"]
+    assert list(r) == ["script", "device", "simulated", "torch_version", "verdict", "reasons", "script_exit_code",
+                       "duration_s", "ops", "ops_on_device", "fallback_setting", "fallbacks", "syncs", "errors",
+                       "static"]
     assert r["device"] == "mps" and r["simulated"] is False and r["verdict"] == "fail" and verdict.exit_code == 1
-    assert r["fallbacks"] == [{"op": "aten::sgn.out", "count": 3, "location": {"filename": "train.py", "row": 12}}]
+    assert r["reasons"] == ["CPU fallbacks", "hot host syncs"] and (r["ops"], r["ops_on_device"]) == (50, 40)
+    assert r["fallbacks"] == [{"op": "aten::sgn.out", "count": 3, "location": {"filename": "train.py", "row": 12},
+                               "without_fallback": "NotImplementedError"}]
     assert r["syncs"] == [
         {"kind": "item", "count": 5, "hot": True, "location": {"filename": "train.py", "row": 20}},
         {"kind": "to_host", "count": 1, "hot": False, "location": {"filename": "train.py", "row": 30}},
@@ -139,7 +120,7 @@ def test_real_mps_report_verdicts_and_exact_json_shape():
     allowed = report.build(options, run, allow_fallback=True, allow_syncs=True)
     assert allowed.report["verdict"] == "pass" and allowed.exit_code == 0
     text = report.render_text(verdict).splitlines()
-    assert text[0].startswith("FAIL: train.py on mps, torch 2.13.0")
+    assert text[0].startswith("FAIL: train.py on mps, torch 2.13.0") and text[0].endswith("40 of 50 torch ops on mps")
     assert "  train.py:12: aten::sgn.out ran on the CPU 3 times" in text
     assert "  train.py:20: item 5 times" in text
 
@@ -170,7 +151,7 @@ def test_a_run_without_a_report_is_a_failure_not_a_pass():
     timed_out = report.build(launcher.Options("t.py", timeout=30), launcher.Run(None, -15, True, 1.0))
     assert timed_out.report["errors"] == [{"type": "Timeout", "message": "the script did not finish within 30 s",
                                            "location": None}]
-    assert timed_out.report["exit_code"] is None
+    assert timed_out.report["script_exit_code"] is None
     assert timed_out.exit_code == 1
     died = report.build(launcher.Options("t.py"), launcher.Run(None, -11, False, 1.0))
     assert died.report["errors"][0]["type"] == "Crash" and died.exit_code == 1
@@ -188,7 +169,7 @@ def test_child_says_when_there_is_no_mps_device(tmp_path):
         pytest.skip("this machine has an MPS device")
     out = tmp_path / "report.json"
     script = tmp_path / "s.py"
-    script.write_text("raise SystemExit('must not run')\n")
+    script.write_text("import torch\nraise SystemExit('must not run')\n")
     assert child.main([str(out), "{}", str(script)]) == 0
     import json
 
@@ -197,12 +178,16 @@ def test_child_says_when_there_is_no_mps_device(tmp_path):
 
 # -- the emulated device ----------------------------------------------------
 
+simulates = pytest.mark.skipif(not hasattr(torch.utils, "swap_tensors"), reason="--simulate needs torch 2.3")
+
+
 @pytest.fixture
 def mps():
     with simulated_device(fallback=True) as simulator:
         yield simulator
 
 
+@simulates
 def test_platform_reports_a_mac_inside_and_is_restored_after():
     before = torch.backends.mps.is_available()
     with simulated_device():
@@ -212,6 +197,7 @@ def test_platform_reports_a_mac_inside_and_is_restored_after():
     assert torch.backends.mps.is_available() == before
 
 
+@simulates
 def test_tensors_report_mps_and_compute_like_the_cpu(mps):
     torch.manual_seed(0)
     host = torch.randn(4, 3)
@@ -224,6 +210,7 @@ def test_tensors_report_mps_and_compute_like_the_cpu(mps):
     assert torch.equal((x * 2 + 1).cpu(), host * 2 + 1)
 
 
+@simulates
 def test_module_to_keeps_parameters_and_training_matches_the_cpu(mps):
     def train(device):
         torch.manual_seed(0)
@@ -262,6 +249,7 @@ def _cpu_losses():
     return losses
 
 
+@simulates
 def test_float64_and_numpy_raise_pytorchs_type_errors(mps):
     with pytest.raises(TypeError) as caught:
         torch.from_numpy(np.ones(3)).to("mps")
@@ -276,6 +264,7 @@ def test_float64_and_numpy_raise_pytorchs_type_errors(mps):
     assert torch.ones(2, device="mps").cpu().numpy().tolist() == [1.0, 1.0]
 
 
+@simulates
 def test_device_mismatch_raises_pytorchs_runtime_errors(mps):
     on_device = torch.ones(2, 3, device="mps")
     with pytest.raises(RuntimeError) as caught:
@@ -293,6 +282,7 @@ def test_device_mismatch_raises_pytorchs_runtime_errors(mps):
     assert str(caught.value) == messages.PLACEHOLDER
 
 
+@simulates
 def test_missing_kernel_raises_without_the_fallback_flag():
     with simulated_device(fallback=False):
         features = torch.randn(5, 3, device="mps")
@@ -303,6 +293,7 @@ def test_missing_kernel_raises_without_the_fallback_flag():
         or torch.__version__ < "2.6"
 
 
+@simulates
 def test_missing_kernel_warns_and_runs_on_the_cpu_with_the_flag(mps):
     torch.manual_seed(0)
     host = torch.randn(5, 3)
@@ -315,6 +306,7 @@ def test_missing_kernel_warns_and_runs_on_the_cpu_with_the_flag(mps):
     assert spaced.device.type == "mps"
 
 
+@simulates
 def test_explicit_cpu_fallback_warns_even_without_the_flag():
     with simulated_device(fallback=False) as simulator:
         if "linalg_svd" not in simulator.oracle.table.explicit_cpu_fallbacks:
@@ -325,6 +317,7 @@ def test_explicit_cpu_fallback_warns_even_without_the_flag():
     assert [messages.fallback_op(str(w.message)) for w in shown] == ["aten::linalg_svd"]
 
 
+@simulates
 def test_probe_sees_host_syncs_on_device_tensors(mps):
     recorder = probe.Recorder(__file__)
     x = torch.randn(6, device="mps")
@@ -351,6 +344,7 @@ def test_kernel_oracle_decisions():
         assert oracle.decide(aten.linalg_svd.default).kind == EXPLICIT_FALLBACK
 
 
+@simulates
 def test_optimizer_and_grad_clipping_group_device_tensors_on_mps(mps):
     # C++ groups tensors by the device it sees (the CPU); a device-side clip must not look like a host copy.
     model = torch.nn.Linear(3, 2).to("mps")
@@ -361,3 +355,15 @@ def test_optimizer_and_grad_clipping_group_device_tensors_on_mps(mps):
         torch.optim.AdamW(model.parameters(), foreach=True).step()
     assert recorder.as_json() == []
     assert model.weight.grad.device.type == "mps"
+
+
+def test_readme_documents_every_field_of_the_json_report():
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("The JSON report:"):readme.index("### On a Mac: what the real path measures")]
+    documented = []
+    for cell in re.findall(r"^\| `([^|]+)` \|", section, re.MULTILINE):
+        documented.extend(name.strip("` ") for name in cell.split(","))
+    assert documented == list(report.build(launcher.Options("train.py"), _run()).report)

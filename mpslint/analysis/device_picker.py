@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from mpslint.analysis.cuda_context import CudaContext, is_compound, is_cuda_literal
 from mpslint.analysis.syntax import dotted_name, parameters, string_value, target_names
-from mpslint.checks.base import NodeEdit, insert_line_after
+from mpslint.fixes.edits import NodeEdit, insert_line_after
 from mpslint.knowledge.cuda_api import ACCELERATOR_ONE_LINER
 
 HOISTED = "DEVICE"

@@ -70,19 +70,19 @@ class ItemInHotLoop(_HotLoopRule):
 
 
 class HostCopyInHotLoop(_HotLoopRule):
-    TRIGGERS = ("cpu", "numpy", "array", "device")  # `.to(t.device)` of a host tensor is a move to the CPU
+    TRIGGERS = ("cpu", "array", "device")  # `.to(t.device)` of a host tensor is a move to the CPU
     REQUIRES = (LOOP_KEYWORDS, STEP_EVIDENCE, DEVICE_EVIDENCE)
 
     def visit_Call(self, node: ast.Call) -> None:
         method = method_name(node)
-        if method not in ("cpu", "numpy", "to") and last_name(node.func) not in ("array", "asarray"):
-            return
+        if method not in ("cpu", "to") and last_name(node.func) not in ("array", "asarray"):
+            return  # `.numpy()` of a device tensor raises on MPS: MPS301's finding, not a copy
         loop = self.loop(node)
         if loop is None:
             return
         flow = self.flow
         qualified = self.ctx.qualify(node.func)
-        if method in ("cpu", "numpy") and qualified is None:
+        if method == "cpu" and qualified is None:
             tensor = node.func.value  # type: ignore[attr-defined]
         elif method == "to" and qualified is None:
             target = flow.to_target(node)

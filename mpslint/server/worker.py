@@ -65,7 +65,14 @@ def fix(text: str, path: str, settings, unsafe: bool, newline: str) -> Tuple[str
     return outcome.text, outcome.fixed, outcome.error
 
 
-HANDLERS = {"check": check, "fix": fix}
+def pause(seconds: float) -> None:
+    """A job that only takes time: how the pool's scheduling is tested without racing a real check."""
+    import time
+
+    time.sleep(seconds)
+
+
+HANDLERS = {"check": check, "fix": fix, "pause": pause}
 
 
 def handle(request: Tuple[str, tuple]) -> Tuple[str, Any]:

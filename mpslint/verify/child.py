@@ -1,26 +1,50 @@
-"""The child process: set up the probe (and the emulated device), run the script, write what was recorded.
+"""The child process: run the script, and set up the probe (and the emulated device) when the script imports torch.
 
 Run as ``python -m mpslint.verify.child REPORT_PATH OPTIONS_JSON SCRIPT [ARGS...]``
-by ``launcher``, which has already set ``PYTORCH_ENABLE_MPS_FALLBACK`` in the
-environment: PyTorch reads it once, when torch is imported (mps.md §1.1).
-The report goes to REPORT_PATH as JSON; the script's stdout and stderr are
-its own.
+by ``launcher``. Nothing here imports torch before the script does: PyTorch
+reads ``PYTORCH_ENABLE_MPS_FALLBACK`` once, while ``import torch`` loads its
+library (``aten/src/ATen/mps/MPSFallback.mm``), so a script that sets it
+before its own ``import torch`` must get what it set. An import hook sets the
+verifier up right after torch finishes loading, and records the setting
+torch saw.
+
+The report goes to REPORT_PATH as JSON, rewritten as the run goes (at step
+boundaries and from a timer, at most once a second) so a hang or a crash loses little;
+``faulthandler`` writes a crash's Python stack next to it. The script's
+stdout and stderr are its own.
 """
 
 from __future__ import annotations
 
+import ast
+import faulthandler
+import importlib.abc
+import importlib.machinery
 import json
 import os
 import runpy
 import signal
 import sys
+import threading
 import time
 import traceback
-from typing import Any, Dict, List, Optional
+from contextlib import ExitStack
+from typing import Any, Callable, Dict, List, Optional
+
+FALLBACK_VARIABLE = "PYTORCH_ENABLE_MPS_FALLBACK"
+WRITE_EVERY_S = 1.0
 
 
 class VerifierTimeout(BaseException):
     """Raised in the script when the launcher's --timeout expires (SIGTERM)."""
+
+
+class _NoDevice(BaseException):
+    """torch was imported on a machine without an MPS device, and --simulate was not given."""
+
+
+class _SetupFailed(BaseException):
+    """The verifier's own setup failed inside the script's import of torch."""
 
 
 def _error_row(exc: BaseException, script: str) -> Optional[int]:
@@ -46,57 +70,239 @@ def _print_script_traceback(exc: BaseException, script: str) -> None:
     sys.stderr.write("".join(traceback.format_exception_only(type(exc), exc)))
 
 
+class _AfterTorch(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Loads ``torch`` as usual, then runs ``ready`` once, before the importing statement continues."""
+
+    def __init__(self, ready: Callable[[], None]) -> None:
+        self.ready = ready
+        self.loader: Any = None
+
+    def find_spec(self, fullname, path, target=None):  # type: ignore[override]
+        if fullname != "torch":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        self.loader, spec.loader = spec.loader, self
+        return spec
+
+    def create_module(self, spec):  # type: ignore[override]
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):  # type: ignore[override]
+        self.loader.exec_module(module)
+        module.__spec__.loader = self.loader
+        self.ready()
+
+
+def fallback_setting(script: str, initial: Optional[str], at_import: Optional[str], source: str) -> Dict[str, Any]:
+    """Which value of the fallback switch torch saw, and where it came from."""
+    from mpslint.analysis import load_time_env
+
+    setting: Dict[str, Any] = {"value": at_import, "enabled": _enabled(at_import), "source": source, "row": None,
+                               "ignored_rows": []}
+    try:
+        with open(script, "rb") as handle:
+            report = load_time_env.assignments(ast.parse(handle.read()))
+    except (OSError, SyntaxError, ValueError):
+        return setting
+    _, decided_by = load_time_env.effective_value(report, FALLBACK_VARIABLE, initial)
+    if at_import != initial:
+        setting["source"] = "script"
+        if decided_by is not None:
+            setting["row"] = decided_by.line
+    setting["ignored_rows"] = [w.line for w in report.writes
+                               if w.name == FALLBACK_VARIABLE and not w.before_torch_import]
+    return setting
+
+
+def _enabled(value: Optional[str]) -> bool:
+    """PyTorch's reading of the switch (MPSFallback.mm: set, and ``std::stoi(value) != 0``)."""
+    if value is None:
+        return False
+    try:
+        return int(value.strip().split()[0] if value.strip() else "x") != 0
+    except ValueError:
+        return False
+
+
 def main(argv: List[str]) -> int:
     report_path, options_json, script = argv[0], argv[1], argv[2]
     options: Dict[str, Any] = json.loads(options_json)
     started = time.monotonic()
-    result: Dict[str, Any] = {"status": "ran", "errors": [], "events": [], "notes": []}
+    result: Dict[str, Any] = {"status": "running", "errors": [], "events": [], "notes": [], "torch_imported": False}
     pid = os.getpid()
+    state: Dict[str, Any] = {"recorder": None, "oracle": None, "last_write": 0.0}
+    initial = os.environ.get(FALLBACK_VARIABLE)
+    fault_path = report_path + ".fault"
+    fault_file = open(fault_path, "w")
+    ours = not faulthandler.is_enabled()  # (a test harness may run us in a process that has its own)
+    if ours:
+        faulthandler.enable(file=fault_file)
+    if hasattr(signal, "SIGUSR1"):  # the launcher asks where a hung script is before it kills it
+        faulthandler.register(signal.SIGUSR1, file=fault_file, all_threads=True)
 
-    def write() -> None:
+    lock = threading.Lock()
+
+    def write(final: bool = False) -> None:
         if os.getpid() != pid:  # a forked DataLoader worker
             return
+        with lock:
+            _write(final)
+
+    def _write(final: bool) -> None:
+        recorder = state["recorder"]
+        if recorder is not None:
+            result["events"] = recorder.as_json()
+            result["clocks"] = dict(recorder.clocks)
+            result["lines"] = sorted(recorder.lines)
+            result["ops"] = recorder.ops
+            result["ops_on_device"] = recorder.ops_on_device
+            result["warned_fallbacks"] = dict(recorder.warned_fallbacks)
+            result["compile_calls"] = [list(w) for w in recorder.compile_calls]
+            if state["oracle"] is not None:
+                explicit = state["oracle"].table.explicit_cpu_fallbacks
+                result["explicit_fallbacks"] = sorted(
+                    op for op in recorder.table_fallbacks | set(recorder.warned_fallbacks)
+                    if op.split("::", 1)[-1] in explicit)
+        if final and state["oracle"] is not None:
+            unknown = sorted(state["oracle"].unknown)
+            if unknown:
+                result["notes"].append("ops not in the kernel table, assumed to run on MPS: " + ", ".join(unknown))
         result["duration_s"] = round(time.monotonic() - started, 3)
-        with open(report_path, "w", encoding="utf-8") as handle:
+        temporary = report_path + ".tmp"
+        with open(temporary, "w", encoding="utf-8") as handle:
             json.dump(result, handle)
+        os.replace(temporary, report_path)  # a reader never sees half a report
+        state["last_write"] = time.monotonic()
+
+    def on_tick() -> None:
+        if time.monotonic() - state["last_write"] >= WRITE_EVERY_S:
+            write()
+
+    def every_second() -> None:  # also between steps: a script may hang before its first step ends
+        while result["status"] == "running":
+            time.sleep(WRITE_EVERY_S)
+            if result["status"] == "running" and state["recorder"] is not None and \
+                    time.monotonic() - state["last_write"] >= WRITE_EVERY_S:
+                try:
+                    write()
+                except Exception:  # a report is rewritten at the end anyway
+                    pass
+
+    threading.Thread(target=every_second, name="mpslint-verify-report", daemon=True).start()
+
+    stack = ExitStack()
+
+    def ready() -> None:
+        try:
+            _set_up(script, options, result, state, stack, initial, on_tick)
+        except (_NoDevice, _SetupFailed, KeyboardInterrupt):
+            raise
+        except BaseException:
+            result["status"] = "verifier-error"
+            result["message"] = traceback.format_exc()
+            raise _SetupFailed()
+        write()
 
     try:
-        return _run(script, argv[3:], options, result, write, started)
+        if "torch" in sys.modules:  # imported before us (a sitecustomize): too late to wait for the script's import
+            ready()
+        else:
+            sys.meta_path.insert(0, _AfterTorch(ready))
+        return _run(script, argv[3:], result, state, stack, write)
+    except _NoDevice:
+        result["status"] = "no-device"
+        write(final=True)
+        return 0
+    except _SetupFailed:
+        write(final=True)
+        return 2
     except BaseException:
-        # Our own setup failed (the script's failures are caught in _run): the launcher exits 2.
+        # Our own machinery failed (the script's failures are caught in _run): the launcher exits 2.
         result["status"] = "verifier-error"
         result["message"] = traceback.format_exc()
-        write()
+        write(final=True)
         return 2
+    finally:
+        if ours:
+            faulthandler.disable()
+        fault_file.close()
 
 
-def _run(script: str, script_args: List[str], options: Dict[str, Any], result: Dict[str, Any], write: Any,
-         started: float) -> int:
+def _set_up(script: str, options: Dict[str, Any], result: Dict[str, Any], state: Dict[str, Any], stack: ExitStack,
+            initial: Optional[str], on_tick: Callable[[], None]) -> None:
     import torch
 
-    torch.set_warn_always(True)  # every fallback warns, not only the first (mps.md §1.1)
+    result["torch_imported"] = True
     result["torch_version"] = torch.__version__
     simulate = bool(options.get("simulate"))
     result["simulated"] = simulate
+    unsupported = _unsupported(torch, simulate)
+    if unsupported:
+        result["status"] = "unsupported"
+        result["message"] = unsupported
+        raise _SetupFailed()
     if not simulate and not torch.backends.mps.is_available():
-        result["status"] = "no-device"
-        write()
-        return 0
+        raise _NoDevice()
+    at_import = os.environ.get(FALLBACK_VARIABLE)
+    result["fallback"] = fallback_setting(script, initial, at_import, options.get("fallback_source", "environment"))
+    torch.set_warn_always(True)  # every fallback warns, not only the first (TORCH_WARN_ONCE otherwise)
 
     from mpslint.verify import probe
+    from mpslint.verify.kernels import KernelOracle
 
     recorder = probe.Recorder(script)
-    stack = []
+    recorder.on_tick = on_tick
+    state["recorder"] = recorder
+    oracle = KernelOracle()
+    state["oracle"] = oracle
+    result["kernel_table"] = f"{oracle.table.source} {oracle.table.version}"
+    enabled = result["fallback"]["enabled"]
     if simulate:
         from mpslint.verify import simulate as simulated
-        from mpslint.verify.kernels import KernelOracle
 
-        oracle = KernelOracle()
-        device = simulated.simulated_device(oracle, fallback=simulated.fallback_enabled())
-        stack.append(device)
+        stack.enter_context(simulated.simulated_device(oracle, fallback=enabled, on_fallback=recorder.fallback))
         result["notes"].extend(simulated.LIMITATIONS)
-        result["kernel_table"] = f"{oracle.table.source} {oracle.table.version}"
     probe.install_clocks(recorder, options.get("max_steps"))
+    probe.install_sync_hooks(recorder)  # after the device: wraps its synchronize too
+    probe.install_print_hook(recorder)
+    probe.install_compile_hook(recorder)
+    stack.callback(probe.install_warning_hook(recorder))
+    stack.enter_context(probe.ProbeMode(recorder, oracle=None if simulate else oracle, fallback=enabled,
+                                        max_ops=options.get("max_ops")))
+
+
+def _unsupported(torch: Any, simulate: bool) -> Optional[str]:
+    """Why this torch cannot be verified, or None."""
+    version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+    if version < (2, 1):
+        # register_module_forward_hook(always_call=True), which counts model calls, came in 2.1.
+        return f"mpslint verify needs torch 2.1 or newer; this is torch {torch.__version__}"
+    if simulate and not hasattr(torch.utils, "swap_tensors"):
+        # nn.Module.to() keeps parameters (and optimizers built before it) only by swapping them (torch 2.3).
+        return (f"mpslint verify --simulate needs torch 2.3 or newer (torch.utils.swap_tensors); this is torch "
+                f"{torch.__version__}. On a Mac, mpslint verify without --simulate works with torch 2.1 and newer")
+    return None
+
+
+def _ours(exc: BaseException) -> bool:
+    """A failure of the verifier's own code while the script ran (not an emulated PyTorch error)."""
+    from mpslint.verify import messages
+
+    frames = list(traceback.walk_tb(exc.__traceback__))
+    if not frames:
+        return False
+    here = os.path.dirname(os.path.abspath(__file__))
+    innermost = os.path.dirname(os.path.abspath(frames[-1][0].f_code.co_filename))
+    # The verifier's own raises all carry PyTorch's texts, which error_kind recognises.
+    return innermost == here and messages.error_kind(type(exc).__name__, str(exc)) is None
+
+
+def _run(script: str, script_args: List[str], result: Dict[str, Any], state: Dict[str, Any], stack: ExitStack,
+         write: Callable[..., None]) -> int:
+    from mpslint.verify import tracer
 
     def on_term(signum: int, frame: Any) -> None:
         raise VerifierTimeout()
@@ -104,47 +310,52 @@ def _run(script: str, script_args: List[str], options: Dict[str, Any], result: D
     signal.signal(signal.SIGTERM, on_term)
     sys.argv = [script] + list(script_args)
     sys.path[0] = os.path.dirname(os.path.abspath(script))
+    lines: set = set()
     exit_code: Optional[int] = 0
     try:
-        for context in stack:
-            context.__enter__()
-        probe.install_sync_hooks(recorder)  # after the device: wraps its synchronize too
-        with probe.ProbeMode(recorder):
-            probe.install_line_tracer(recorder)
-            try:
-                runpy.run_path(script, run_name="__main__")
-            finally:
-                probe.remove_line_tracer()
+        tracer.install(script, lines)
+        try:
+            runpy.run_path(script, run_name="__main__")
+        finally:
+            tracer.remove()
     except SystemExit as exc:
         code = exc.code
         exit_code = code if isinstance(code, int) else (0 if code is None else 1)
         if exit_code:
             result["errors"].append({"type": "SystemExit", "message": f"the script exited with status {exit_code}",
                                      "row": _error_row(exc, script)})
+    except (_NoDevice, _SetupFailed):
+        raise
     except VerifierTimeout as exc:
         exit_code = None
         result["errors"].append({"type": "Timeout", "message": "the script did not finish within the timeout",
                                  "row": _error_row(exc, script)})
     except BaseException as exc:  # the script's own failure is the report's subject
-        _print_script_traceback(exc, script)
-        exit_code = 1
-        result["errors"].append({"type": type(exc).__name__, "message": str(exc), "row": _error_row(exc, script)})
+        if type(exc).__name__ == "StepBudget":  # the probe's: --max-steps or --max-ops used up
+            result["stopped"] = {"budget": str(exc), "row": _error_row(exc, script)}
+        elif _ours(exc):
+            result["verifier_error"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        else:
+            _print_script_traceback(exc, script)
+            exit_code = 1
+            result["errors"].append({"type": type(exc).__name__, "message": str(exc),
+                                     "row": _error_row(exc, script)})
     finally:
-        probe.remove_line_tracer()
-        for context in reversed(stack):
-            try:
-                context.__exit__(None, None, None)
-            except Exception:  # restoring patches must not hide the report
-                pass
-        result["exit_code"] = exit_code
-        result["events"] = recorder.as_json()
-        result["clocks"] = dict(recorder.clocks)
-        result["lines"] = sorted(recorder.lines)
-        if simulate:
-            unknown = sorted(oracle.unknown)
-            if unknown:
-                result["notes"].append("ops not in the kernel table, assumed to run on MPS: " + ", ".join(unknown))
-        write()
+        tracer.remove()
+        try:
+            stack.close()
+        except Exception:  # restoring patches must not hide the report
+            pass
+        if result["status"] == "running":
+            result["status"] = "verifier-error" if "verifier_error" in result else "ran"
+        if "verifier_error" in result:
+            result["message"] = result.pop("verifier_error")
+        result["script_exit_code"] = exit_code
+        if state["recorder"] is not None:
+            state["recorder"].lines.update(lines)
+        else:
+            result["lines"] = sorted(lines)
+        write(final=True)
     return 0
 
 

@@ -39,18 +39,21 @@ def _stream_fd(stream) -> int:
 @click.option("--simulate", is_flag=True, help="Run on an emulated mps device (any OS, no Mac needed).")
 @click.option("--no-fallback", is_flag=True, help="Leave PYTORCH_ENABLE_MPS_FALLBACK unset: ops without an MPS kernel raise.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, help="Seconds before the run is killed.")
-@click.option("--max-steps", type=click.IntRange(min=1), default=None, help="Stop every DataLoader loop after N batches.")
+@click.option("--max-steps", type=click.IntRange(min=1), default=None,
+              help="Stop every DataLoader loop after N batches; without a DataLoader, stop after N optimizer steps.")
+@click.option("--max-ops", type=click.IntRange(min=1), default=None, help="Stop the script after N torch ops.")
 @click.option("--allow-fallback", is_flag=True, help="CPU fallbacks do not fail the verdict.")
 @click.option("--allow-syncs", is_flag=True, help="Hot host syncs do not fail the verdict.")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def verify(script, args, simulate, no_fallback, timeout, max_steps, allow_fallback, allow_syncs, output_format):
+def verify(script, args, simulate, no_fallback, timeout, max_steps, max_ops, allow_fallback, allow_syncs,
+           output_format):
     if not os.path.isfile(script):
         raise click.UsageError(f"no such script: {script}")
     if importlib.util.find_spec("torch") is None:  # torch itself is imported only in the child
         click.echo("error: mpslint verify needs torch: pip install 'mpslint[verify]'", err=True)
         sys.exit(2)
     options = launcher.Options(script, list(args), simulate=simulate, fallback=not no_fallback,
-                               timeout=timeout, max_steps=max_steps)
+                               timeout=timeout, max_steps=max_steps, max_ops=max_ops)
     # The static check of the same script runs while the child does.
     static_result: dict = {}
     static_thread = threading.Thread(target=_static, args=(script, static_result), daemon=True)
@@ -69,6 +72,9 @@ def verify(script, args, simulate, no_fallback, timeout, max_steps, allow_fallba
             click.echo(
                 "error: this machine has no MPS device (torch.backends.mps.is_available() is False). "
                 f"To verify on an emulated mps device, run: mpslint verify --simulate {script}", err=True)
+            sys.exit(2)
+        if run.raw is not None and run.raw.get("status") == "unsupported":
+            click.echo(f"error: {run.raw.get('message')}", err=True)
             sys.exit(2)
         if run.raw is not None and run.raw.get("status") == "verifier-error":
             click.echo("error: mpslint verify crashed while setting up the run; please report this:", err=True)

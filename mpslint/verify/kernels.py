@@ -2,10 +2,11 @@
 
 The facts come from ``mpslint.knowledge.mps_kernels`` (the installed torch's
 ``native_functions.yaml``); this module only adds what the yaml cannot say and
-the dispatcher of the running torch can (knowledge/mps.md §2.1, §2.3):
-Python-registered MPS kernels, which composite kernels are really registered,
-and the CPU-only ops a composite picks because the emulated tensor is on the
-CPU underneath while a real MPS tensor would take the MPS branch.
+the dispatcher of the running torch can: Python-registered MPS kernels (such
+as ``linalg_lu_solve.out`` in ``torch/_refs/linalg/__init__.py``), which
+composite kernels are really registered, and the CPU-only ops a composite
+picks because the emulated tensor is on the CPU underneath while a real MPS
+tensor would take the MPS branch.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ EXPLICIT_FALLBACK = "explicit-fallback"  # MPSFallback.mm runs it on the CPU wit
 COMPOSITE = "composite"  # follow the composite kernel: its ops decide
 UNKNOWN = "unknown"  # not an aten op the table knows: assumed native, and said so in the report
 
-# Device-branch artefacts (mps.md §2.3): convolution and attention composites
+# Device-branch artefacts (aten/src/ATen/native/Convolution.cpp _select_conv_backend, and the
+# scaled_dot_product_attention dispatch): convolution and attention composites
 # pick these because the data is on the CPU; on MPS they pick _mps_convolution,
 # _mps_convolution_transpose or _scaled_dot_product_attention_math_for_mps.
 _CPU_BRANCH = re.compile(
@@ -68,7 +70,7 @@ class KernelOracle:
         short = name if overload in ("default", "") else f"{name}.{overload}"
         printed = f"{namespace}::{short}"
         if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "MPS"):
-            return Decision(NATIVE, printed)  # registered from Python (mps.md §2.1 mechanism 4)
+            return Decision(NATIVE, printed)  # registered from Python (torch.library on the MPS key)
         if namespace != "aten":
             return Decision(UNKNOWN, printed)
         table = self.table

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Dict, List, Optional, Union
 
 GRACE_S = 5.0  # between SIGTERM (the child writes its report) and SIGKILL
+DUMP_S = 1.0  # after SIGUSR1 (faulthandler writes where the child is stuck), before SIGKILL
 
 
 @dataclass
@@ -27,6 +28,7 @@ class Options:
     fallback: bool = True
     timeout: Optional[float] = None
     max_steps: Optional[int] = None
+    max_ops: Optional[int] = None
 
 
 @dataclass
@@ -36,15 +38,19 @@ class Run:
     timed_out: bool
     duration_s: float
     output: str = ""  # the script's output when it was captured
+    fault: str = ""  # faulthandler's dump: where the child crashed or hung
 
 
 def launch(options: Options, stdout: Union[None, int, IO[Any]] = None, capture: bool = False) -> Run:
     env = dict(os.environ)
     if options.fallback:
         env["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"
+        source = "mpslint verify (its default; --no-fallback leaves the variable unset)"
     else:
         env.pop("PYTORCH_ENABLE_MPS_FALLBACK", None)
-    child_options = json.dumps({"simulate": options.simulate, "max_steps": options.max_steps})
+        source = "--no-fallback (the variable is unset)"
+    child_options = json.dumps({"simulate": options.simulate, "max_steps": options.max_steps,
+                                "max_ops": options.max_ops, "fallback_source": source})
     with tempfile.TemporaryDirectory(prefix="mpslint-verify-") as tmp:
         report = os.path.join(tmp, "report.json")
         command = [sys.executable, "-m", "mpslint.verify.child", report, child_options, options.script, *options.args]
@@ -69,7 +75,13 @@ def launch(options: Options, stdout: Union[None, int, IO[Any]] = None, capture: 
             _signal_group(process, signal.SIGTERM)
             try:
                 output, _ = process.communicate(timeout=GRACE_S)
-            except subprocess.TimeoutExpired:
+            except subprocess.TimeoutExpired:  # stuck where Python cannot run: in C++, a Metal wait
+                if hasattr(signal, "SIGUSR1"):
+                    _signal(process, signal.SIGUSR1)
+                    try:
+                        output, _ = process.communicate(timeout=DUMP_S)
+                    except subprocess.TimeoutExpired:
+                        pass
                 _signal_group(process, signal.SIGKILL)
                 output, _ = process.communicate()
         # Workers the script left behind, and any that outlived the SIGTERM (ignored it, or were still starting).
@@ -82,8 +94,21 @@ def launch(options: Options, stdout: Union[None, int, IO[Any]] = None, capture: 
                     raw = json.load(handle)
             except (OSError, ValueError):
                 raw = None
+        fault = ""
+        try:
+            with open(report + ".fault", encoding="utf-8", errors="replace") as handle:
+                fault = handle.read()
+        except OSError:
+            pass
     text = output.decode("utf-8", "replace") if isinstance(output, bytes) else ""
-    return Run(raw, process.returncode, timed_out, round(duration, 3), text)
+    return Run(raw, process.returncode, timed_out, round(duration, 3), text, fault)
+
+
+def _signal(process: subprocess.Popen, signum: int) -> None:
+    try:
+        os.kill(process.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _signal_group(process: subprocess.Popen, signum: int) -> None:

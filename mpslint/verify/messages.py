@@ -1,4 +1,7 @@
-"""PyTorch's own MPS message texts (knowledge/mps.md §1), and the patterns that recognise them.
+"""PyTorch's own MPS message texts, and the patterns that recognise them.
+
+Each text names the PyTorch source file that raises it (paths in
+https://github.com/pytorch/pytorch, as of torch 2.13).
 
 The simulated device raises and warns with exactly these texts, and the probe
 recognises them with the same patterns on a real Mac, so both paths share one
@@ -10,13 +13,13 @@ from __future__ import annotations
 import re
 from typing import Optional, Tuple
 
-# §1.1: MPSFallback.mm mps_fallback (the "(Triggered internally at ...)" suffix is added by c10).
+# aten/src/ATen/mps/MPSFallback.mm, mps_fallback (the "(Triggered internally at ...)" suffix is added by c10).
 FALLBACK_WARNING = (
     "The operator '{op}' is not currently supported on the MPS backend and will fall back to run on the CPU."
     " This may have performance implications."
 )
 
-# §1.2 variant A (torch <= 2.5) and variant B (torch >= 2.6).
+# MPSFallback.mm, mps_error_fallback: variant A (torch <= 2.5) and variant B (torch >= 2.6).
 NOT_IMPLEMENTED_A = (
     "The operator '{op}' is not currently implemented for the MPS device. If you want this op to be added in "
     "priority during the prototype phase of this feature, please comment on "
@@ -32,23 +35,49 @@ NOT_IMPLEMENTED_B = (
     "running natively on MPS."
 )
 
-# §1.3 (TypeError), raised by empty_mps when a float64 tensor is allocated on the device.
+# TypeError, raised by empty_mps (aten/src/ATen/mps/EmptyTensor.cpp) when a float64 tensor is allocated on the device.
 FLOAT64 = (
     "Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64. "
     "Please use float32 instead."
 )
 
-# §1.6 (RuntimeError): which one appears depends on the first kernel that sees both devices.
+# RuntimeError: which one appears depends on the first kernel that sees both devices
+# (aten/src/ATen/native/mps/OperationUtils.mm Placeholder, aten/src/ATen/TensorIterator.cpp,
+# aten/src/ATen/native/mps/operations/Linear.mm, MPSFallback.mm slow_conv2d_forward_mps).
 PLACEHOLDER = "Placeholder storage has not been allocated on MPS device!"
 SAME_DEVICE = "Expected all tensors to be on the same device, but found at least two devices, {first} and {second}!"
 LINEAR_INPUT = "Tensor for argument input is on cpu but expected on mps"
+LINEAR_ON = "Tensor for argument {arg} is on {device} but expected on mps"
 SLOW_CONV2D = (
     "slow_conv2d_forward_mps: input(device='cpu') and weight(device=mps:0')  must be on the same device"
 )
 
-# §1.7 (TypeError).
+# TypeError, torch/csrc/utils/tensor_numpy.cpp.
 NUMPY = (
     "can't convert mps:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
+)
+
+# TypeError from getMPSDataType (aten/src/ATen/native/mps/OperationUtils.mm) for a dtype MPS cannot hold.
+UNSUPPORTED_DTYPE = "Trying to convert {dtype} to the MPS backend but it does not have support for that dtype."
+
+# Restrictions inside MPS kernels that exist (the fallback switch does not help).
+# aten/src/ATen/native/mps/operations/Linear.mm, _mps_linear: dtype checks come before the device checks.
+LINEAR_NON_FLOAT = "MPS device does not support linear for non-float {arg}"  # inputs / weights / bias
+# aten/src/ATen/native/mps/operations/Convolution.mm, _mps_convolution_impl (RuntimeError).
+CONV_NON_FLOAT = "Convolution is supported only for Floating types"
+# Same file (NotImplementedError): every output dimension, on macOS < 15.1.
+CONV_OUTPUT_SIZE = "Output channels > 65536 not supported at the MPS device. "
+# Same file, _mps_convolution_transpose (RuntimeError); https://github.com/pytorch/pytorch/issues/160332.
+CONV_TRANSPOSE_3D_HALF = "ConvTranspose 3D with BF16 or FP16 types is not supported on MPS"
+# aten/src/ATen/native/mps/operations/AdaptivePooling.mm, set_kernel_params (NotImplementedError).
+ADAPTIVE_POOL_MIXED = (
+    "Adaptive pool MPS: Input height and width must both be greater than, or equal to, or lesser than output "
+    "height and width"
+)
+ADAPTIVE_POOL_DIVISIBLE = (
+    "Adaptive pool MPS: {a} sizes must be divisible by {b} sizes. Non-divisible input sizes are not implemented on "
+    "MPS device yet. For now, you can manually transfer tensor to cpu in this case. Please refer to "
+    "[this issue](https://github.com/pytorch/pytorch/issues/96056)"
 )
 
 FALLBACK_RE = re.compile(
@@ -56,6 +85,10 @@ FALLBACK_RE = re.compile(
 )
 NOT_IMPLEMENTED_RE = re.compile(r"The operator '(?P<op>[\w:.]+)' is not currently implemented for the MPS device")
 FLOAT64_RE = re.compile(r"float64|MPS framework doesn't support float64")
+DTYPE_RE = re.compile(r"to the MPS backend but it does not have support for that dtype|"
+                      r"MPS device does not support \w+ for non-float|supported only for Floating types|"
+                      r"with BF16 or FP16 types is not supported on MPS")
+RESTRICTION_RE = re.compile(r"not supported at the MPS device|Adaptive pool MPS:")
 DEVICE_MISMATCH_RE = re.compile(
     r"Placeholder storage has not been allocated on MPS device|Expected all tensors to be on the same device"
     r"|but expected on mps|must be on the same device|Passed CPU tensor to MPS op"
@@ -76,11 +109,16 @@ def fallback_op(message: str) -> Optional[str]:
 
 
 def error_kind(type_name: str, message: str) -> Optional[str]:
-    """Which MPS problem an exception is: "unimplemented", "float64", "device-mismatch", "numpy" or None."""
+    """Which MPS problem an exception is: "unimplemented", "float64", "dtype", "restriction", "device-mismatch",
+    "numpy" or None."""
     if NOT_IMPLEMENTED_RE.search(message):
         return "unimplemented"
     if type_name == "TypeError" and FLOAT64_RE.search(message):
         return "float64"
+    if DTYPE_RE.search(message):
+        return "dtype"
+    if RESTRICTION_RE.search(message):
+        return "restriction"
     if type_name == "TypeError" and NUMPY_RE.search(message):
         return "numpy"
     if type_name == "RuntimeError" and DEVICE_MISMATCH_RE.search(message):

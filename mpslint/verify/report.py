@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
 
@@ -41,7 +43,11 @@ ADVICE = {
     "synchronize": "stalls the GPU pipeline every step: synchronize only around timing code",
     "float64": "MPS has no float64: use float32 (torch.from_numpy(a).float(), a.astype(np.float32), dtype=torch.float32)",
     "device-mismatch": "move every input to the model's device: batch = batch.to(device)",
-    "unimplemented": "no MPS kernel: set PYTORCH_ENABLE_MPS_FALLBACK=1 to run it on the CPU, or avoid the op",
+    "unimplemented": "no MPS kernel: set PYTORCH_ENABLE_MPS_FALLBACK=1 before torch is imported to run it on the "
+                     "CPU, or avoid the op",
+    "dtype": "this MPS kernel does not take this dtype: cast (x.float()) or run this op on the CPU on purpose",
+    "restriction": "a limit inside this MPS kernel: change the shape (sizes that divide evenly, fewer than 65,536 "
+                   "per dimension) or run this op on the CPU on purpose",
     "numpy": "copy to the host first: t.detach().cpu().numpy()",
 }
 
@@ -81,55 +87,148 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
     notes = list(raw.get("notes", []))
     clock = step_clock(clocks)
     total = clocks.get(clock, 0) if clock else 0
+    explicit = set(raw.get("explicit_fallbacks", []))
     fallbacks, syncs = [], []
-    for event in sorted(raw.get("events", []), key=lambda e: (e["row"] or 0, e["kind"], e["key"])):
-        location = _location(script, event["row"])
+    events = raw.get("events", [])
+    for event in sorted(events, key=lambda e: (_display(script, e.get("filename")) or "", e["row"] or 0,
+                                                e["kind"], e["key"])):
+        location = _location(script, event["row"], event.get("filename"))
         if event["kind"] == "fallback":
-            fallbacks.append({"op": event["key"], "count": event["count"], "location": location})
+            fallbacks.append({"op": event["key"], "count": event["count"], "location": location,
+                              "without_fallback": "runs on the CPU" if event["key"] in explicit
+                              else "NotImplementedError"})
         else:
             seen = event["steps"].get(clock, []) if clock else []
             hot = is_hot(seen, total)
             if hot and event.get("by_design", 0) == event["count"]:
                 hot = False
-                notes.append(f"{script}:{event['row']}: the {event['key']} sync every step is GradScaler.step "
+                notes.append(f"{_where(location, script)}: the {event['key']} sync every step is GradScaler.step "
                              "reading found_inf, which PyTorch does on every device; not counted as hot")
             syncs.append({"kind": event["key"], "count": event["count"], "hot": hot, "location": location})
     limit = f"the script did not finish within {options.timeout:g} s" if options.timeout else None
     errors = [{"type": e["type"], "message": limit if e["type"] == "Timeout" and limit else e["message"],
                "location": _location(script, e.get("row"))}
               for e in raw.get("errors", [])]
-    exit_code_script = raw.get("exit_code") if run.raw is not None else None
-    if run.raw is None:
+    stuck = _stuck_at(run.fault, script)
+    if run.raw is None or raw.get("status") == "running":
+        partial = "; the report covers what ran until then" if run.raw is not None else ""
+        where = f" (last at {script}:{stuck})" if stuck else ""
         if run.timed_out:
-            errors.append({"type": "Timeout", "message": limit or "the script did not finish within the timeout",
-                           "location": None})
+            errors.append({"type": "Timeout", "message": (limit or "the script did not finish within the timeout")
+                           + where + partial, "location": _location(script, stuck)})
         else:
-            errors.append({"type": "Crash", "message": f"the script died without a report "
-                                                       f"(exit status {run.returncode})", "location": None})
-    failed = bool(errors) or (bool(fallbacks) and not allow_fallback) or \
-        (any(s["hot"] for s in syncs) and not allow_syncs)
-    statuses = cross_reference(static or [], raw, errors, fallbacks, syncs)
+            errors.append({"type": "Crash", "message": f"the script died (exit status {run.returncode}){where}"
+                                                       + (partial or " without a report"),
+                           "location": _location(script, stuck)})
+    ops, on_device = raw.get("ops", 0), raw.get("ops_on_device", 0)
+    reasons = []
+    if errors:
+        reasons.append("errors")
+    if fallbacks and not allow_fallback:
+        reasons.append("CPU fallbacks")
+    if any(s["hot"] for s in syncs) and not allow_syncs:
+        reasons.append("hot host syncs")
+    if not errors and not raw.get("torch_imported", run.raw is None):
+        reasons.append("the script never imported torch, so nothing ran on mps")
+    elif not errors and not on_device:
+        reasons.append(f"nothing ran on mps ({ops} torch ops, none with a tensor on mps): the usual cause is a "
+                       "placement guarded by CUDA availability (torch.cuda.is_available(), or a flag set from it), "
+                       "which is False on a Mac; choose the device with torch.backends.mps.is_available() too")
+    failed = bool(reasons)
+    statuses = cross_reference(static or [], dict(raw, script_name=script), errors, fallbacks, syncs)
+    fallback = raw.get("fallback")
     report = {
         "script": script,
-        "device": "mps",
+        "device": "mps" if on_device else None,
         "simulated": bool(raw.get("simulated", options.simulate)),
         "torch_version": raw.get("torch_version", ""),
         "verdict": "fail" if failed else "pass",
-        "exit_code": exit_code_script,
+        "reasons": reasons,
+        "script_exit_code": raw.get("script_exit_code") if run.raw is not None else None,
         "duration_s": raw.get("duration_s", run.duration_s),
+        "ops": ops,
+        "ops_on_device": on_device,
+        "fallback_setting": _fallback_setting(fallback),
         "fallbacks": fallbacks,
         "syncs": syncs,
         "errors": errors,
         "static": statuses,
     }
+    notes.extend(_notes(raw, script, fallback, fallbacks))
     if clock is None and syncs:
         notes.append("no step was observed (no optimizer step, DataLoader batch or model call), "
                      "so no sync is marked hot")
     return Verdict(report, 1 if failed else 0, notes, clock, total)
 
 
-def _location(script: str, row: Optional[int]) -> Optional[Dict[str, Any]]:
-    return {"filename": script, "row": row} if row is not None else None
+def _fallback_setting(fallback: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    if not fallback:
+        return None
+    return {"enabled": fallback["enabled"], "value": fallback["value"], "source": fallback["source"],
+            "row": fallback.get("row")}
+
+
+def _notes(raw: Dict[str, Any], script: str, fallback: Optional[Dict[str, Any]],
+           fallbacks: List[Dict[str, Any]]) -> List[str]:
+    notes = []
+    if fallback:
+        state = "on" if fallback["enabled"] else "off"
+        where = f"{script}:{fallback['row']}" if fallback.get("row") else fallback["source"]
+        value = "unset" if fallback["value"] is None else f"={fallback['value']}"
+        notes.append(f"PYTORCH_ENABLE_MPS_FALLBACK{value if value != 'unset' else ' unset'} when torch was imported "
+                     f"(from {where}): CPU fallback {state}")
+        for row in fallback.get("ignored_rows", []):
+            notes.append(f"{script}:{row} sets PYTORCH_ENABLE_MPS_FALLBACK after torch is imported: it has no "
+                         "effect, PyTorch reads it once while torch loads "
+                         "(https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/mps/MPSFallback.mm)")
+        missing = [f for f in fallbacks if f["without_fallback"] == "NotImplementedError"]
+        if fallback["enabled"] and missing and fallback.get("source") != "script":
+            first = missing[0]
+            notes.append(f"without PYTORCH_ENABLE_MPS_FALLBACK=1 in your environment this script stops with "
+                         f"NotImplementedError at {_where(first['location'], script)} ({first['op']} has no MPS "
+                         "kernel); run with --no-fallback to see it")
+    warned = raw.get("warned_fallbacks", {})
+    decided = {f["op"] for f in fallbacks}
+    for op in sorted(set(warned) - decided):
+        notes.append(f"{op}: PyTorch warned that it fell back to the CPU, which the kernel table did not predict")
+    for filename, row in raw.get("compile_calls", []):
+        notes.append(f"{_display(script, filename)}:{row}: torch.compile runs eagerly under mpslint verify (Dynamo "
+                     "does not compile while a dispatch mode records the ops), so this report describes eager "
+                     "execution")
+    stopped = raw.get("stopped")
+    if stopped:
+        notes.append(f"stopped after {stopped['budget']} as asked; the script did not run to its end")
+    return notes
+
+
+def _stuck_at(fault: str, script: str) -> Optional[int]:
+    """The script's innermost line in a faulthandler dump (most recent call first), or None."""
+    target = os.path.abspath(script)
+    for line in (fault or "").splitlines():
+        match = re.match(r'\s*File "(?P<file>.*)", line (?P<row>\d+)', line)
+        if match and os.path.abspath(match.group("file")) == target:
+            return int(match.group("row"))
+    return None
+
+
+def _display(script: str, filename: Optional[str]) -> Optional[str]:
+    """The script as the user named it; other files relative to the current directory when below it."""
+    if filename is None:
+        return None
+    if os.path.abspath(filename) == os.path.abspath(script):
+        return script
+    relative = os.path.relpath(filename)
+    return filename if relative.startswith("..") else relative
+
+
+def _where(location: Optional[Dict[str, Any]], script: str) -> str:
+    return f"{location['filename']}:{location['row']}" if location else f"{script}:?"
+
+
+def _location(script: str, row: Optional[int], filename: Optional[str] = None) -> Optional[Dict[str, Any]]:
+    if row is None:
+        return None
+    return {"filename": _display(script, filename) if filename else script, "row": row}
 
 
 def static_findings(script: str) -> List[Dict[str, Any]]:
@@ -148,8 +247,10 @@ def cross_reference(findings: Iterable[Dict[str, Any]], raw: Dict[str, Any], err
     """confirmed: a matching event on the finding's lines; not-reached: none of its lines ran; else not-observed."""
     observed: Dict[int, Set[str]] = {}
 
+    script = raw.get("script_name")
+
     def add(location: Optional[Dict[str, Any]], tags: Iterable[str]) -> None:
-        if location is not None:
+        if location is not None and (script is None or location["filename"] == script):
             observed.setdefault(location["row"], set()).update(tags)
 
     for error in errors:
@@ -182,8 +283,13 @@ def render_text(verdict: Verdict) -> str:
     r = verdict.report
     where = "mps (simulated)" if r["simulated"] else "mps"
     steps = f", {verdict.steps} steps ({_clock_name(verdict.step_clock)})" if verdict.step_clock else ""
-    lines = [f"{r['verdict'].upper()}: {r['script']} on {where}, torch {r['torch_version']}, "
-             f"{r['duration_s']:.1f}s{steps}"]
+    lines = [f"{r['verdict'].upper()}: {r['script']} on {where}, torch {r['torch_version'] or '(not imported)'}, "
+             f"{r['duration_s']:.1f}s{steps}, {r['ops_on_device']} of {r['ops']} torch ops on mps"]
+    if r["script_exit_code"]:
+        lines.append(f"the script exited with status {r['script_exit_code']}")
+    for reason in r["reasons"]:
+        if reason not in ("errors", "CPU fallbacks", "hot host syncs"):
+            lines.append(f"fail: {reason}")
 
     def loc(location: Optional[Dict[str, Any]]) -> str:
         return f"{location['filename']}:{location['row']}" if location else f"{r['script']}:?"

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import warnings
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import torch
 import torch.utils._pytree as pytree
@@ -32,16 +33,23 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._mode_utils import no_dispatch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from mpslint.verify import messages
+from mpslint.verify import messages, restrictions
 from mpslint.verify.kernels import COMPOSITE, EXPLICIT_FALLBACK, MISSING, KernelOracle
+
+
+def _leaves(tree: Any) -> List[Any]:
+    return pytree.tree_flatten(tree)[0]  # tree_leaves is newer than the oldest torch supported (2.1)
 
 MPS = torch.device("mps", 0)
 CPU = torch.device("cpu")
 
 # What the emulation cannot reproduce; printed with every simulated report.
 LIMITATIONS = (
-    "simulated mps: ops run on the CPU, so speed, memory, numerics and macOS-version gates are not emulated",
-    "simulated mps: restrictions inside existing MPS kernels (dtype/shape limits, mps.md §1.9) are not emulated",
+    "simulated mps: ops run on the CPU, so speed, memory and numerics are not emulated; checks that depend on the "
+    "macOS version are emulated as on the oldest macOS this torch supports",
+    "simulated mps: of the restrictions inside existing MPS kernels, these are emulated: non-float linear, "
+    "non-float and oversized convolutions, ConvTranspose3d in fp16/bf16, adaptive pooling with non-divisible "
+    "sizes, float64 and complex128; other dtype limits (complex64 support per op, ...) are not",
     "simulated mps: autocast(device_type=\"mps\") does not lower precision; torch.Generator(device=\"mps\"), "
     "torch.load(map_location=\"mps\") and device moves inside torch's own Python code are not emulated",
 )
@@ -56,9 +64,10 @@ _MIXING_OK = {
     "aten::lift_fresh", "aten::lift_fresh_copy", "aten::_has_compatible_shallow_copy_type",
 }
 
-# Public entry points that reach ``linalg_svd``, which MPSFallback.mm runs on the
-# CPU with a warning (mps.md §1.2); on the CPU build it decomposes before the
-# dispatcher could tell, so it is recognised here.
+# Public entry points that reach ``linalg_svd``, which aten/src/ATen/mps/MPSFallback.mm
+# registers on the MPS key with the CPU fallback (it warns, with or without the
+# switch); on the CPU build it decomposes before the dispatcher could tell, so it
+# is recognised here.
 _SVD_ENTRY_POINTS = (
     torch.linalg.svd, torch.svd, torch.Tensor.svd, torch.pinverse, torch.Tensor.pinverse, torch.linalg.pinv,
 )
@@ -136,9 +145,11 @@ class SimulatedMPSTensor(torch.Tensor):
 
 
 class Simulator:
-    def __init__(self, oracle: KernelOracle, *, fallback: bool) -> None:
+    def __init__(self, oracle: KernelOracle, *, fallback: bool,
+                 on_fallback: Optional[Callable[[str], None]] = None) -> None:
         self.oracle = oracle
         self.fallback = fallback
+        self.on_fallback = on_fallback  # told each op that runs on the CPU (the probe records it)
         self.version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
         self.sha = getattr(torch.version, "git_version", "") or "unknown"
         self.explicit_depth = 0  # > 0 inside an explicit CPU fallback run by the Router
@@ -149,24 +160,32 @@ class Simulator:
 
     # -- the device -------------------------------------------------------
     def to_device(self, tensor: torch.Tensor) -> torch.Tensor:
-        """Allocate ``tensor``'s data "on the device": empty_mps's float64 check, then the wrapper."""
-        if tensor.dtype == torch.float64:
-            raise TypeError(messages.FLOAT64)
+        """Allocate ``tensor``'s data "on the device": empty_mps's dtype checks, then the wrapper."""
+        _check_dtype(tensor.dtype)
         return torch.Tensor._make_subclass(SimulatedMPSTensor, tensor)
 
     def dispatch(self, func, args, kwargs):
-        self._check_devices(func, args, kwargs)
+        # The dispatcher picks the kernel first: the boxed CPU fallback moves every
+        # argument to the CPU itself, so only a real MPS kernel checks devices.
         decision = self.oracle.decide(func)
         if decision.kind == COMPOSITE:
+            self._check_devices(func, args, kwargs)
+            restrictions.before(func, args, kwargs)
             self.composite_depth += 1
             try:
                 out = func._op_dk(decision.key, *args, **kwargs)
             finally:
                 self.composite_depth -= 1
-        else:
-            self._check_kernel(decision)
-            with no_dispatch():
-                out = func(*args, **_cpu_kwargs(kwargs))
+            restrictions.after(func, args, kwargs, out)
+            return self._wrap(args, kwargs, out)
+        if not self._falls_back(decision):
+            self._check_devices(func, args, kwargs)
+            restrictions.before(func, args, kwargs)
+        func = _scalar_overload(func, args)
+        with no_dispatch():
+            out = func(*args, **_cpu_kwargs(kwargs))
+        if decision.kind not in (MISSING, EXPLICIT_FALLBACK):
+            restrictions.after(func, args, kwargs, out)
         return self._wrap(args, kwargs, out)
 
     def factory(self, func, args, kwargs):
@@ -175,26 +194,29 @@ class Simulator:
         if decision.kind == COMPOSITE:
             with _DeviceMode(self):
                 return func._op_dk(decision.key, *args, **kwargs)
-        self._check_kernel(decision)
-        if kwargs.get("dtype") == torch.float64:
-            raise TypeError(messages.FLOAT64)
+        self._falls_back(decision)
+        if kwargs.get("dtype") is not None:
+            _check_dtype(kwargs["dtype"])
         out = func(*args, **_cpu_kwargs(kwargs))
         return self._wrap(args, {}, out)
 
     # -- checks ------------------------------------------------------------
-    def _check_kernel(self, decision) -> None:
-        if decision.kind == MISSING and not self.explicit_depth:
-            if not self.fallback:
-                raise NotImplementedError(messages.not_implemented(decision.op, self.version, self.sha))
-            warnings.warn(messages.FALLBACK_WARNING.format(op=decision.op), UserWarning, stacklevel=2)
-        elif decision.kind == EXPLICIT_FALLBACK and not self.explicit_depth:
-            warnings.warn(messages.FALLBACK_WARNING.format(op=decision.op), UserWarning, stacklevel=2)
+    def _falls_back(self, decision) -> bool:
+        """Whether the op runs through PyTorch's CPU fallback (raising first when the switch is off)."""
+        if self.explicit_depth or decision.kind not in (MISSING, EXPLICIT_FALLBACK):
+            return False
+        if decision.kind == MISSING and not self.fallback:
+            raise NotImplementedError(messages.not_implemented(decision.op, self.version, self.sha))
+        if self.on_fallback is not None:
+            self.on_fallback(decision.op)
+        warn_from_user(messages.FALLBACK_WARNING.format(op=decision.op))
+        return True
 
     def _check_devices(self, func, args, kwargs) -> None:
         if self.composite_depth or func._schema.name in _MIXING_OK:
             return
         order: List[str] = []
-        for leaf in pytree.tree_leaves((args, kwargs)):
+        for leaf in _leaves((args, kwargs)):
             if isinstance(leaf, SimulatedMPSTensor):
                 order.append("mps:0")
             elif isinstance(leaf, torch.Tensor) and leaf.device.type == "cpu" and leaf.dim() > 0:
@@ -211,7 +233,7 @@ class Simulator:
 
     def _wrap(self, args, kwargs, out):
         to_host = "device" in kwargs and kwargs["device"] is not None and not _is_mps(kwargs["device"])
-        inputs = {id(t) for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+        inputs = {id(t) for t in _leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
 
         def wrap(t: torch.Tensor) -> torch.Tensor:
             if isinstance(t, SimulatedMPSTensor) or id(t) in inputs or to_host or t.device.type != "cpu":
@@ -219,6 +241,20 @@ class Simulator:
             return self.to_device(t)
 
         return pytree.tree_map_only(torch.Tensor, wrap, out)
+
+
+def _scalar_overload(func: Any, args: tuple) -> Any:
+    """The ``.Scalar`` overload when a ``.Tensor`` one received a number.
+
+    A composite kernel passes C++ "wrapped number" tensors, which reach Python
+    as plain numbers; the Scalar overload computes what the wrapped number would.
+    """
+    if func._overloadname != "Tensor":
+        return func
+    for value, argument in zip(args, func._schema.arguments):
+        if isinstance(value, (int, float, bool)) and str(argument.type) == "Tensor":
+            return getattr(func.overloadpacket, "Scalar", func)
+    return func
 
 
 def _cpu_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
@@ -269,13 +305,15 @@ class _Router(TorchFunctionMode):
             with torch.no_grad():
                 tensor = self.simulator.to_device(func(*args, **host))
             return tensor.requires_grad_(requires_grad)
+        if func in (torch.ctc_loss, torch.nn.functional.ctc_loss) and on_device and len(args) > 3 \
+                and isinstance(args[2], torch.Tensor):
+            return _ctc_loss_as_on_mps(self.simulator, func, args, kwargs)
         if func in (torch.nn.functional.linear, torch._C._nn.linear) and len(args) > 1:
-            weight = args[1]
-            if isinstance(weight, SimulatedMPSTensor) and isinstance(first, torch.Tensor) \
-                    and not isinstance(first, SimulatedMPSTensor) and first.dim() > 0:
-                raise RuntimeError(messages.LINEAR_INPUT)
+            restrictions.linear(first, args[1], args[2] if len(args) > 2 else kwargs.get("bias"))
         if self.svd_fallback and func in _SVD_ENTRY_POINTS and on_device:
-            warnings.warn(messages.FALLBACK_WARNING.format(op="aten::linalg_svd"), UserWarning, stacklevel=2)
+            if self.simulator.on_fallback is not None:
+                self.simulator.on_fallback("aten::linalg_svd")
+            warn_from_user(messages.FALLBACK_WARNING.format(op="aten::linalg_svd"))
             self.simulator.explicit_depth += 1
             try:
                 return func(*args, **kwargs)
@@ -294,6 +332,29 @@ class _Router(TorchFunctionMode):
         if dtype is not None or memory_format is not None:
             tensor = tensor.to(dtype=dtype or tensor.dtype, memory_format=memory_format or torch.preserve_format)
         return _ToDevice.apply(tensor, self.simulator)
+
+
+def _ctc_loss_as_on_mps(simulator: Simulator, func: Any, args: tuple, kwargs: Dict[str, Any]) -> torch.Tensor:
+    """ctc_loss with tensor lengths, down the path a Mac takes (aten/src/ATen/native/LossCTC.cpp).
+
+    The Tensor-lengths overload copies the lengths to the CPU and calls the
+    IntArrayRef one, which moves the targets to the log-probs' device, calls
+    ``_ctc_loss`` and reduces with a lengths tensor made on that device. For a
+    tensor subclass PyTorch takes another path, which no Mac takes.
+    """
+    functional = func is torch.nn.functional.ctc_loss
+    names = ("blank", "reduction", "zero_infinity")
+    rest = dict(zip(names, args[4:]), **kwargs)
+    reduction = rest.pop("reduction", "mean" if functional else 1)
+    reduction = reduction if isinstance(reduction, str) else {0: "none", 1: "mean", 2: "sum"}[int(reduction)]
+    input_lengths, target_lengths = ([int(v) for v in t.to("cpu", torch.long).tolist()] for t in args[2:4])
+    per_sample = func(args[0], args[1], input_lengths, target_lengths, reduction="none" if functional else 0,
+                      **rest) if functional else func(args[0], args[1], input_lengths, target_lengths,
+                                                      rest.get("blank", 0), 0, rest.get("zero_infinity", False))
+    if reduction == "mean":
+        divisor = simulator.to_device(torch.tensor(target_lengths, dtype=per_sample.dtype)).clamp_min(1)
+        return (per_sample / divisor).mean()
+    return per_sample.sum() if reduction == "sum" else per_sample
 
 
 class _ToDevice(torch.autograd.Function):
@@ -408,9 +469,10 @@ def platform_patches() -> Dict[Tuple[object, str], Any]:
 
 
 @contextlib.contextmanager
-def simulated_device(oracle: Optional[KernelOracle] = None, *, fallback: bool = True) -> Iterator[Simulator]:
+def simulated_device(oracle: Optional[KernelOracle] = None, *, fallback: bool = True,
+                     on_fallback: Optional[Callable[[str], None]] = None) -> Iterator[Simulator]:
     """Run the body on the emulated device; everything is restored on exit."""
-    simulator = Simulator(oracle or KernelOracle(), fallback=fallback)
+    simulator = Simulator(oracle or KernelOracle(), fallback=fallback, on_fallback=on_fallback)
     SimulatedMPSTensor.simulator = simulator
     saved = {}
     for (owner, name), value in platform_patches().items():
@@ -422,6 +484,34 @@ def simulated_device(oracle: Optional[KernelOracle] = None, *, fallback: bool = 
     finally:
         for (owner, name), value in saved.items():
             setattr(owner, name, value)
+
+
+def _check_dtype(dtype: torch.dtype) -> None:
+    if dtype == torch.float64:
+        raise TypeError(messages.FLOAT64)
+    if dtype == torch.complex128:
+        raise TypeError(messages.UNSUPPORTED_DTYPE.format(dtype="ComplexDouble"))
+
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_TORCH = os.path.dirname(os.path.abspath(torch.__file__))
+
+
+def warn_from_user(message: str) -> None:
+    """Warn at the line that called into torch, as the fallback's C++ warning surfaces, never at the simulator's own.
+
+    The simulator runs below torch's own Python frames (the dispatcher's
+    ``_ops.py``), which a C++ kernel has no frames for, so those are skipped too.
+    """
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith((_HERE, _TORCH)):
+        frame = frame.f_back
+    if frame is None:
+        warnings.warn(message, UserWarning)
+        return
+    registry = frame.f_globals.setdefault("__warningregistry__", {})
+    warnings.warn_explicit(message, UserWarning, frame.f_code.co_filename, frame.f_lineno,
+                           module=frame.f_globals.get("__name__"), registry=registry)
 
 
 def fallback_enabled() -> bool:

@@ -1,0 +1,150 @@
+"""``mpslint report [PATHS]``: the click command (registered lazily by ``mpslint.cli``).
+
+Exit codes: 0 the report was written; 2 a usage or configuration error (no
+report), or a file the run could not finish (the report is still written and
+names it, as ``mpslint check`` exits 2 then too). Findings never make the exit
+code non-zero, a path that cannot be read (MPS001) included: a report is a
+plan, not a gate (``mpslint check`` is the gate).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+import click
+
+FORMATS = ("markdown", "html", "json")
+SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown", ".json": "json"}
+
+
+def _split(values) -> Tuple[str, ...]:
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+def output_format_for(output_format: Optional[str], output_file: Optional[str]) -> str:
+    """The asked format; else the one the output file's suffix names; else Markdown, which reads well in a terminal."""
+    if output_format:
+        return output_format
+    if output_file:
+        return SUFFIXES.get(Path(output_file).suffix.lower(), "markdown")
+    return "markdown"
+
+
+@click.command("report")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@click.option("--output-format", type=click.Choice(FORMATS), default=None,
+              help="markdown (default; a pull-request comment), html (one self-contained page) or json. "
+                   "Without it, the suffix of --output-file decides (.html, .md, .json).")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=str),
+              help="Write the report to this file.")
+@click.option("--verify-report", "verify_reports", multiple=True, type=click.Path(dir_okay=False, path_type=str),
+              metavar="FILE", help="An `mpslint verify --output-format json` report to show next to the findings "
+                                   "(repeatable).")
+@click.option("--max-findings", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Findings listed per file (the counts always cover every finding).")
+@click.option("--select", multiple=True, metavar="CODES", help="Rules to check (codes, prefixes like MPS1, names).")
+@click.option("--extend-select", multiple=True, metavar="CODES", help="Rules to add to the selection.")
+@click.option("--ignore", multiple=True, metavar="CODES", help="Rules to leave out.")
+@click.option("--exclude", multiple=True, metavar="PATTERNS", help="Replace the excluded paths (globs).")
+@click.option("--extend-exclude", multiple=True, metavar="PATTERNS", help="Exclude these paths too.")
+@click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
+@click.option("--cache-dir", envvar="MPSLINT_CACHE_DIR", show_envvar=True,
+              type=click.Path(file_okay=False, path_type=str), help="Where the check's cache lives.")
+@click.option("--torch-version", metavar="X.Y", help="The lowest torch version the code supports (overrides config).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=str),
+              help="Use this config file for all files.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: one per CPU).")
+def report(paths, output_format, output_file, verify_reports, max_findings, select, extend_select, ignore, exclude,
+           extend_exclude, force_exclude, no_cache, cache_dir, torch_version, config_path, jobs) -> None:
+    """Summarise PATHS (default: the current directory) as a migration plan for MPS.
+
+    What fails on MPS, what slows it down, how much `mpslint --fix` fixes,
+    where and which rules, ops without an MPS kernel, runtime evidence from
+    `mpslint verify`, and the commands to run next. It checks like `mpslint
+    check` (same files, config, selection and cache) and runs the fixer in
+    memory: no file is written.
+    """
+    from mpslint.config import ConfigError, ConfigResolver, Overrides, parse_torch_version
+    from mpslint.report import runtime
+
+    fmt = output_format_for(output_format, output_file)
+    if "-" in paths:
+        _fail("`mpslint report` reads files, not stdin: give paths")
+    try:
+        overrides = Overrides(
+            select=_split(select) if select else None,
+            ignore=_split(ignore),
+            extend_select=_split(extend_select),
+            exclude=_split(exclude) if exclude else None,
+            extend_exclude=_split(extend_exclude),
+            torch_version=parse_torch_version(torch_version) if torch_version is not None else None,
+        )
+        resolver = ConfigResolver(overrides, Path(config_path) if config_path else None)
+        for path in verify_reports:  # a bad report is a usage error before the (long) check, not after
+            runtime.read(path)
+    except (ConfigError, runtime.RuntimeReportError) as exc:
+        _fail(str(exc))
+    cache_path = None
+    if not no_cache:
+        from mpslint.cache import CACHE_DIR_NAME
+
+        cache_path = Path(cache_dir) if cache_dir else resolver.cache_root() / CACHE_DIR_NAME
+
+    from mpslint.report.collect import collect
+
+    try:
+        result = collect(list(paths) or ["."], resolver, force_exclude=force_exclude, jobs=jobs, cache_dir=cache_path,
+                         verify_reports=verify_reports, max_findings=max_findings,
+                         flags=_repeatable_flags(select, extend_select, ignore, torch_version, config_path))
+    except (ConfigError, runtime.RuntimeReportError) as exc:
+        _fail(str(exc))
+    text = render(fmt, result)
+    _emit(text, output_file)
+    for path, message in result.errors:
+        click.echo(f"error: {path}: {message}", err=True)
+    if output_file:
+        click.echo(f"Wrote the {fmt} report to {output_file}: {result.verdict_text}", err=True)
+    sys.exit(2 if result.errors else 0)
+
+
+def render(fmt: str, result) -> str:
+    if fmt == "html":
+        from mpslint.report import as_html as module
+    elif fmt == "json":
+        from mpslint.report import as_json as module  # type: ignore[no-redef]
+    else:
+        from mpslint.report import as_markdown as module  # type: ignore[no-redef]
+    return module.render(result)
+
+
+def _repeatable_flags(select, extend_select, ignore, torch_version, config_path) -> List[str]:
+    """The options the suggested commands must repeat to check what this report checked."""
+    flags: List[str] = []
+    for name, values in (("--select", select), ("--extend-select", extend_select), ("--ignore", ignore)):
+        if values:
+            flags += [name, ",".join(_split(values))]
+    if torch_version:
+        flags += ["--torch-version", torch_version]
+    if config_path:
+        flags += ["--config", config_path]
+    return flags
+
+
+def _emit(text: str, output_file: Optional[str]) -> None:
+    if not output_file:
+        click.echo(text, nl=False)
+        return
+    path = Path(output_file)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        _fail(f"cannot write {output_file}: {exc.strerror or exc}")
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(2)

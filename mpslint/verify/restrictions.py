@@ -1,0 +1,97 @@
+"""Restrictions inside MPS kernels that exist: checks a kernel makes before it computes, which no op table shows.
+
+The simulated device runs these for ops that reach an MPS kernel (never for
+ops on the CPU fallback), in the kernel's own order, with PyTorch's texts
+(``messages``). Each check names the PyTorch file it mirrors. Checks that
+depend on the macOS version behave as on the oldest macOS the installed torch
+supports (14), where they all apply.
+
+Integer matmul, mm, bmm, addbmm and baddbmm are not restricted: since 2.13
+``aten/src/ATen/native/mps/operations/LinearAlgebra.mm`` runs integral types
+through its own Metal kernels, and ``torch/testing/_internal/common_mps.py``
+no longer lists them as failing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+import torch
+
+from mpslint.verify import messages
+
+# supportedFloatingOrComplexType in aten/src/ATen/native/mps/OperationUtils.h
+_FLOAT_OR_COMPLEX = (torch.float32, torch.float16, torch.bfloat16, torch.complex64, torch.complex32)
+_HALF = (torch.float16, torch.bfloat16)
+_CONV_LIMIT = 1 << 16
+
+
+def _on_mps(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.device.type == "mps"
+
+
+def linear(input: Any, weight: Any, bias: Optional[Any]) -> None:
+    """_mps_linear (aten/src/ATen/native/mps/operations/Linear.mm), reached when any argument is on mps."""
+    if not any(_on_mps(t) for t in (input, weight, bias)):
+        return
+    for name, tensor, kind in (("input", input, "inputs"), ("weight", weight, "weights")):
+        if not isinstance(tensor, torch.Tensor):
+            return  # the Python wrapper raises its own TypeError
+        if tensor.dtype not in _FLOAT_OR_COMPLEX:
+            raise RuntimeError(messages.LINEAR_NON_FLOAT.format(arg=kind))
+        if not _on_mps(tensor):
+            raise RuntimeError(messages.LINEAR_ON.format(arg=name, device=tensor.device))
+    if isinstance(bias, torch.Tensor):
+        if not _on_mps(bias):
+            raise RuntimeError(messages.LINEAR_ON.format(arg="bias", device=bias.device))
+        if bias.dtype not in _FLOAT_OR_COMPLEX:
+            raise RuntimeError(messages.LINEAR_NON_FLOAT.format(arg="bias"))
+
+
+def before(func: Any, args: tuple, kwargs: Dict[str, Any]) -> None:
+    """Checks a kernel makes on its arguments."""
+    name = func._schema.name
+    if name == "aten::convolution" and len(args) > 6 and _on_mps(args[0]):
+        _convolution(args[0], bool(args[6]))
+    elif name in ("aten::_adaptive_avg_pool2d", "aten::adaptive_max_pool2d") and len(args) > 1 and _on_mps(args[0]):
+        sizes = list(args[1])
+        if len(sizes) == 2:
+            _adaptive_pool(args[0].size(-2), args[0].size(-1), sizes[0], sizes[1],
+                           check_avg=name == "aten::_adaptive_avg_pool2d")
+    elif name in ("aten::_adaptive_avg_pool2d_backward", "aten::adaptive_max_pool2d_backward") and len(args) > 1 \
+            and _on_mps(args[0]):
+        grad, input = args[0], args[1]
+        _adaptive_pool(input.size(-2), input.size(-1), grad.size(-2), grad.size(-1),
+                       check_avg=name == "aten::_adaptive_avg_pool2d_backward")
+
+
+def after(func: Any, args: tuple, kwargs: Dict[str, Any], out: Any) -> None:
+    """Checks a kernel makes on the output it allocates (here: computed on the CPU, then checked)."""
+    if func._schema.name == "aten::convolution" and len(args) > 6 and _on_mps(args[0]) and not args[6] \
+            and isinstance(out, torch.Tensor) and out.numel() and any(d > _CONV_LIMIT for d in out.shape):
+        raise NotImplementedError(messages.CONV_OUTPUT_SIZE)
+
+
+def _convolution(input: torch.Tensor, transposed: bool) -> None:
+    """aten/src/ATen/native/mps/operations/Convolution.mm: _mps_convolution_impl and _mps_convolution_transpose."""
+    if transposed:
+        if input.dim() == 5 and input.dtype in _HALF:
+            raise RuntimeError(messages.CONV_TRANSPOSE_3D_HALF)
+        # mps_convolution_backward_input checks the sizes of what it reads first (macOS < 15.1).
+        if any(d > _CONV_LIMIT for d in input.shape):
+            raise NotImplementedError(messages.CONV_OUTPUT_SIZE)
+    if not input.is_floating_point():
+        raise RuntimeError(messages.CONV_NON_FLOAT)
+
+
+def _adaptive_pool(in_h: int, in_w: int, out_h: int, out_w: int, *, check_avg: bool) -> None:
+    """set_kernel_params in aten/src/ATen/native/mps/operations/AdaptivePooling.mm."""
+    if not ((in_h >= out_h and in_w >= out_w) or (in_h <= out_h and in_w <= out_w)):
+        raise NotImplementedError(messages.ADAPTIVE_POOL_MIXED)
+    if not check_avg or 0 in (in_h, in_w, out_h, out_w):
+        return
+    if in_h >= out_h:
+        if in_h % out_h or in_w % out_w:
+            raise NotImplementedError(messages.ADAPTIVE_POOL_DIVISIBLE.format(a="input", b="output"))
+    elif out_h % in_h or out_w % in_w:
+        raise NotImplementedError(messages.ADAPTIVE_POOL_DIVISIBLE.format(a="output", b="input"))

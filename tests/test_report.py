@@ -1,0 +1,368 @@
+"""`mpslint report`: the same numbers as `mpslint --statistics` and `--fix` in every format, escaped, self-contained."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from clitools import enter, run
+from mpslint import catalog
+from mpslint.knowledge import mps_kernels
+from mpslint.report import impact
+from mpslint.report.command import output_format_for
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A copy of the fixtures (a realistic little CUDA code base) as the working directory."""
+    shutil.copytree(FIXTURES, tmp_path / "code")
+    return enter(tmp_path, monkeypatch)
+
+
+def report(*args, fmt="json"):
+    result = run("report", "--output-format", fmt, *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout) if fmt == "json" else result.stdout
+
+
+def statistics(*args):
+    result = run("--statistics", "--output-format", "json", *args)
+    assert result.exit_code == 1, result.output
+    return {row["code"]: row for row in json.loads(result.stdout)}
+
+
+# ------------------------------------------------------------------ each format's numbers
+
+
+def json_counts(data):
+    return {r["code"]: r["count"] for r in data["rules"]}
+
+
+def markdown_counts(text):
+    rows = re.findall(r"^\| \[(MPS\d+)\]\([^)]*\) [a-z0-9-]+ \| [^|]+ \| (\d+) \|", text, re.MULTILINE)
+    return {code: int(count) for code, count in rows}
+
+
+class Tags(HTMLParser):
+    """Every start tag with its attributes, every id, and the text of each rule-table row."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tags, self.ids, self.rows, self._row, self._in_what = [], set(), [], None, False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags.append((tag, attrs))
+        if "id" in attrs:
+            self.ids.add(attrs["id"])
+            if tag == "section":
+                self._in_what = attrs["id"] == "what"
+        if tag == "tr" and self._in_what:
+            self._row = []
+
+    def handle_endtag(self, tag):
+        if tag == "tr" and self._row is not None:
+            self.rows.append([c.strip() for c in "".join(self._row).split("\x00") if c.strip()])
+            self._row = None
+        if tag in ("td", "th") and self._row is not None:
+            self._row.append("\x00")
+
+    def handle_data(self, data):
+        if self._row is not None:
+            self._row.append(data)
+
+
+def parse_html(text):
+    parser = Tags()
+    parser.feed(text)
+    return parser
+
+
+def html_counts(text):
+    counts = {}
+    for cells in parse_html(text).rows:
+        match = re.match(r"(MPS\d+) ", cells[0])
+        if match:
+            counts[match.group(1)] = int(cells[2])
+    return counts
+
+
+def test_every_format_counts_what_statistics_counts(repo):
+    stats = statistics("code")
+    expected = {code: row["count"] for code, row in stats.items()}
+    data = report("code")
+    assert json_counts(data) == expected
+    assert markdown_counts(report("code", fmt="markdown")) == expected
+    assert html_counts(report("code", fmt="html")) == expected
+    assert data["counts"]["findings"] == sum(expected.values())
+    # The fix markers are --statistics' own.
+    assert {r["code"]: r["mark"] == "[*]" for r in data["rules"]} == {c: r["fixable"] for c, r in stats.items()}
+    # Every finding has exactly one impact.
+    counts = data["counts"]
+    assert counts["fails"] + counts["slows"] + counts["other"] == counts["findings"]
+
+
+def _would_fix(*flags):
+    result = run("--diff", *flags, "code")
+    match = re.search(r"Would fix (\d+) findings?", result.stderr)
+    return int(match.group(1)) if match else 0
+
+
+def _fix_summary(tmp_path, *flags):
+    copy = tmp_path / ("fixed" + "".join(flags).replace("-", "_"))
+    shutil.copytree(tmp_path / "code", copy)
+    result = run("--fix", *flags, str(copy.relative_to(tmp_path)))
+    found = re.search(r"Found \d+ findings? \((\d+) fixed, (\d+) remaining\)", result.stdout)
+    return int(found.group(1)), int(found.group(2))
+
+
+def test_fix_numbers_are_what_fix_does(repo):
+    data = report("code")
+    fixed, remaining = _fix_summary(repo)
+    fixed_unsafe, remaining_unsafe = _fix_summary(repo, "--unsafe-fixes")
+    assert (data["fix"]["fixed"], data["fix"]["remaining"]) == (fixed, remaining)
+    assert (data["fix_unsafe"]["fixed"], data["fix_unsafe"]["remaining"]) == (fixed_unsafe, remaining_unsafe)
+    assert _would_fix() == fixed and _would_fix("--unsafe-fixes") == fixed_unsafe
+    assert fixed_unsafe > fixed > 0
+    # Per rule and per file, the fixes add up to the same totals.
+    assert sum(r["fixed"] for r in data["rules"]) == fixed
+    assert sum(r["fixed_unsafe"] for r in data["rules"]) == fixed_unsafe
+    assert sum(f["counts"]["fixed"] for f in data["files"]) == fixed
+    markdown = report("code", fmt="markdown")
+    assert f"| fixed by `mpslint --fix` | {fixed} |" in markdown
+    assert f"| fixed by `mpslint --fix --unsafe-fixes` | {fixed_unsafe} |" in markdown
+    html = report("code", fmt="html")
+    assert f"<code>mpslint --fix</code> fixes {fixed} and leaves {remaining} " in html
+
+
+def test_the_report_writes_nothing(repo):
+    before = {p: p.read_bytes() for p in (repo / "code").rglob("*.py")}
+    report("code", "--no-cache")
+    assert {p: p.read_bytes() for p in (repo / "code").rglob("*.py")} == before
+
+
+def test_selection_and_config_apply_and_reach_the_suggested_commands(repo):
+    data = report("--select", "MPS1", "--ignore", "MPS108", "code")
+    assert data["rules"] and all(r["code"].startswith("MPS1") and r["code"] != "MPS108" for r in data["rules"])
+    assert json_counts(data) == {c: r["count"] for c, r in statistics("--select", "MPS1", "--ignore", "MPS108",
+                                                                          "code").items()}
+    commands = "\n".join(step["command"] for step in data["next_steps"])
+    assert "mpslint --fix --select MPS1 --ignore MPS108 code" in commands
+
+
+# ------------------------------------------------------------------ escaping and self-containment
+
+HOSTILE = '''import torch
+
+model = torch.nn.Linear(2, 2).to("mps")
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for batch in loader:
+    x = batch.to("mps")
+    out = model(x)
+    loss = out.sum()
+    loss.backward()
+    opt.step()
+    print(out["<script>alert(1)</script>"].item())
+    print(f"<img src=x onerror=alert(2)>{loss}")
+'''
+HOSTILE_NAME = "<img src=x onerror=alert(3)>.py"
+
+
+@pytest.fixture
+def hostile(tmp_path, monkeypatch):
+    (tmp_path / "train.py").write_text(HOSTILE, encoding="utf-8")
+    (tmp_path / HOSTILE_NAME).write_text(HOSTILE, encoding="utf-8")
+    return enter(tmp_path, monkeypatch)
+
+
+SAFE_TAGS = {"html", "head", "meta", "title", "style", "body", "header", "nav", "main", "footer", "section",
+             "article", "h1", "h2", "h3", "p", "ol", "ul", "li", "a", "table", "thead", "tbody", "tr", "th", "td",
+             "code", "pre", "span", "strong", "b", "br", "div", "svg", "rect", "text"}
+
+
+def test_source_text_is_escaped_in_every_format(hostile):
+    data = report(".")
+    messages = [d["message"] for f in data["files"] for d in f["findings"]]
+    assert any("<script>alert(1)</script>" in m for m in messages)  # the finding really quotes the source
+    assert any(f["path"] == HOSTILE_NAME for f in data["files"])
+
+    html = report(".", fmt="html")
+    assert "<script" not in html.lower() and "<img" not in html.lower()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=alert(3)&gt;.py" in html
+    tags = parse_html(html).tags
+    assert {tag for tag, _ in tags} <= SAFE_TAGS
+    assert not [attrs for _, attrs in tags if any(name.startswith("on") for name in attrs)]
+
+    markdown = report(".", fmt="markdown")
+    # Code blocks and code spans show their content verbatim: HTML there is text.
+    outside_code = re.sub(r"^ *```.*?^ *```", "", markdown, flags=re.MULTILINE | re.DOTALL)
+    outside_code = re.sub(r"(`+).*?\1", "", outside_code)
+    assert "<script" not in outside_code.lower() and "<img" not in outside_code.lower()
+    assert "&lt;img src=x onerror=alert(2)&gt;" in markdown or "`f\"<img src=x onerror=alert(2)>{loss}\"`" in markdown
+
+
+def test_html_loads_nothing_and_every_link_lands_in_the_page(repo):
+    html = report("code", fmt="html")
+    parsed = parse_html(html)
+    for tag, attrs in parsed.tags:
+        assert tag not in ("script", "link", "img", "iframe", "object", "embed", "audio", "video", "source")
+        for name in ("src", "srcset", "poster", "data", "action", "xlink:href", "background"):
+            assert name not in attrs, (tag, attrs)
+        if "href" in attrs:
+            assert attrs["href"].startswith("#"), attrs["href"]
+            assert attrs["href"][1:] in parsed.ids, f"dangling link {attrs['href']}"
+    assert "url(" not in html and "@import" not in html
+    # No address on the web outside the rule pages' text (their References quote URLs as text, not links).
+    outside_rule_pages = re.sub(r"<pre>.*?</pre>", "", html, flags=re.DOTALL)
+    assert "http://" not in outside_rule_pages and "https://" not in outside_rule_pages
+
+
+def test_rule_links_lead_to_the_bundled_rule_pages(repo):
+    html = report("code", fmt="html")
+    data = report("code")
+    from html import escape
+
+    for rule in data["rules"]:
+        assert f'href="#rule-{rule["code"]}"' in html
+        page = re.search(rf'<article class="rule" id="rule-{rule["code"]}">.*?<pre>(.*?)</pre>', html, re.DOTALL)
+        assert page is not None and page.group(1) == escape(catalog.find(rule["code"]).text)
+
+
+def test_markdown_fits_a_pull_request_comment(repo):
+    markdown = report("code", fmt="markdown")
+    assert len(markdown) < 65536
+    assert markdown.count("<details>") == markdown.count("</details>") >= 2
+    for code in markdown_counts(markdown):
+        assert f"({catalog.DOCS_URL.format(code=code)})" in markdown
+
+
+# ------------------------------------------------------------------ content
+
+
+def test_files_most_blocking_first_and_at_most_n_findings_each(repo):
+    data = report("--max-findings", "2", "code")
+    keys = [(-f["counts"]["fails"], -f["counts"]["slows"], -f["counts"]["findings"]) for f in data["files"]]
+    assert keys == sorted(keys)
+    for f in data["files"]:
+        assert len(f["findings"]) == min(2, f["counts"]["findings"])
+        assert f["omitted"] == f["counts"]["findings"] - len(f["findings"])
+    crowded = next(f for f in data["files"] if f["omitted"])
+    assert f'and {crowded["omitted"]} more' in report("--max-findings", "2", "code", fmt="html")
+    dirs = {d["path"]: d["counts"]["findings"] for d in data["directories"]}
+    assert sum(dirs.values()) == data["counts"]["findings"]
+    in_cuda = [f for f in data["files"] if f["path"].startswith("code/cuda/")]
+    assert dirs["code/cuda"] == sum(f["counts"]["findings"] for f in in_cuda)
+
+
+def test_ops_name_the_torch_release_that_adds_the_kernel(repo):
+    data = report("--torch-version", "2.4", "code/ops/old_floor.py")
+    ops = {row["op"]: row for row in data["ops"]}
+    assert "upsample_bicubic2d.out" in ops
+    row = ops["upsample_bicubic2d.out"]
+    assert row["floor"] == "2.4" and row["kind"] == "no-kernel"
+    assert row["gains"] == mps_kernels.version_text(mps_kernels.load_table((2, 4)).first_mps_version(row["op"]))
+    assert "F.interpolate" in row["calls"]
+    assert f"torch {row['gains']} adds one" in report("--torch-version", "2.4", "code/ops/old_floor.py", fmt="html")
+
+
+def test_no_findings_is_a_clean_verdict(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    (tmp_path / "ok.py").write_text("import torch\nx = torch.ones(2)\n", encoding="utf-8")
+    data = report(".")
+    assert data["verdict"] == "clean" and data["counts"]["findings"] == 0 and data["files"] == []
+    assert "No findings" in report(".", fmt="html")
+
+
+def test_a_path_that_cannot_be_read_is_an_io_error_finding_as_in_check(repo):
+    result = run("report", "--output-format", "json", "code/cuda", "missing.py")
+    assert result.exit_code == 0, result.output  # a plan, not a gate: findings never fail it
+    data = json.loads(result.stdout)
+    assert json_counts(data) == {c: r["count"] for c, r in statistics("code/cuda", "missing.py").items()}
+    row = next(f for f in data["files"] if f["path"] == "missing.py")
+    assert [(d["code"], d["message"]) for d in row["findings"]] == [("MPS001", "No such file or directory")]
+    assert row["counts"]["other"] == 1 and data["errors"] == []
+    assert "missing.py" in run("report", "--output-format", "html", "code/cuda", "missing.py").stdout
+
+
+@pytest.mark.parametrize(
+    "fmt, name, expected",
+    [(None, None, "markdown"), (None, "r.html", "html"), (None, "r.HTM", "html"), (None, "r.json", "json"),
+     (None, "r.md", "markdown"), (None, "r.txt", "markdown"), ("json", "r.html", "json")],
+)
+def test_output_format_defaults_to_markdown_or_the_file_suffix(fmt, name, expected):
+    assert output_format_for(fmt, name) == expected
+
+
+def test_output_file(repo):
+    result = run("report", "code", "-o", "out/plan.html")
+    assert result.exit_code == 0
+    assert (repo / "out" / "plan.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert "Wrote the html report to out/plan.html" in result.stderr and result.stdout == ""
+
+
+def test_every_rule_has_an_explicit_impact():
+    for code in catalog.load():
+        assert code in impact.IMPACT, f"classify {code} in mpslint/report/impact.py"
+        assert impact.IMPACT[code] in impact.LABELS
+
+
+def test_each_file_counts_what_the_fixer_fixes_there(repo):
+    """The report reuses a file's safe fix run for --unsafe-fixes only where that changes nothing."""
+    from mpslint.config import ConfigResolver
+    from mpslint.fixer import fix_text
+
+    data = report("code", "--no-cache")
+    resolver = ConfigResolver()
+    by_path = {f["path"]: f["counts"] for f in data["files"]}
+    for path, counts in by_path.items():
+        settings = resolver.for_path(repo / path).settings_for(Path(path))
+        text = (repo / path).read_text(encoding="utf-8")
+        for unsafe, key in ((False, "fixed"), (True, "fixed_unsafe")):
+            assert sum(fix_text(text, path, settings, unsafe=unsafe).fixed.values()) == counts[key], (path, key)
+
+
+def test_the_page_lists_the_findings_of_the_most_blocking_files_only(repo, monkeypatch):
+    from mpslint.report import as_html
+
+    monkeypatch.setattr(as_html, "MAX_FILE_SECTIONS", 3)
+    data = report("code")
+    html = report("code", fmt="html")
+    parsed = parse_html(html)
+    sections = [attrs["id"] for tag, attrs in parsed.tags if tag == "section" and attrs.get("class") == "file"]
+    assert sections == [f["anchor"] for f in data["files"][:3]]
+    rest = data["files"][3:]
+    assert f"The findings of {len(rest)} more files ({sum(f['counts']['findings'] for f in rest)} findings)" in html
+    hrefs = [attrs["href"][1:] for _, attrs in parsed.tags if "href" in attrs]
+    assert all(h in parsed.ids for h in hrefs)
+
+
+def test_a_warm_report_reuses_the_fix_outcomes_and_says_the_same(repo, monkeypatch):
+    from mpslint import fixer
+
+    cold = report("code")
+    calls = []
+    original = fixer.fix_text
+    monkeypatch.setattr(fixer, "fix_text", lambda *a, **k: calls.append(a[1]) or original(*a, **k))
+    assert report("code") == cold
+    assert calls == []  # every outcome came from the cache
+    (repo / "code" / "cuda" / "train_cuda.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
+    changed = report("code")
+    assert calls == ["code/cuda/train_cuda.py"]  # only the changed file is fixed again (safe run reused)
+    assert changed["fix"]["fixed"] == cold["fix"]["fixed"] - 8 + 1
+
+
+def test_a_fix_that_reveals_findings_is_explained(repo):
+    data = report("code")
+    total = data["fix"]["fixed"] + data["fix"]["remaining"]
+    assert total != data["counts"]["findings"]  # the fixtures have such a fix; otherwise this test says nothing
+    note = f"The fix runs count {total}"
+    assert note in report("code", fmt="markdown") and note in report("code", fmt="html")

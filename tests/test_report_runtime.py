@@ -1,0 +1,117 @@
+"""`mpslint report --verify-report`: verify reports shown next to the static findings they confirm."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from clitools import enter, run
+from mpslint.report import runtime
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = "code/missing_kernel_loop.py"
+
+
+def verify_report(script=SCRIPT, *, renamed=False, **extra):
+    """A report in the shape `mpslint verify --output-format json` writes (mpslint/verify/report.py)."""
+    data = {
+        "script": script,
+        "device": "mps",
+        "simulated": True,
+        "torch_version": "2.13.0+cpu",
+        "verdict": "fail",
+        "duration_s": 7.1,
+        "fallbacks": [{"op": "aten::_pdist_forward", "count": 4, "location": {"filename": script, "row": 24}}],
+        "syncs": [{"kind": "item", "count": 1, "hot": False, "location": {"filename": script, "row": 26}}],
+        "errors": [],
+        "static": [{"code": "MPS501", "row": 24, "status": "confirmed"}],
+    }
+    data["script_exit_code" if renamed else "exit_code"] = 0
+    data.update(extra)
+    return data
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    (tmp_path / "code").mkdir()
+    shutil.copy(ROOT / "fixtures" / "verify" / "missing_kernel_loop.py", tmp_path / SCRIPT)
+    shutil.copy(ROOT / "fixtures" / "verify" / "float64_numpy.py", tmp_path / "code" / "float64_numpy.py")
+    return enter(tmp_path, monkeypatch)
+
+
+def write(path: Path, data) -> str:
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return str(path.name)
+
+
+def test_a_verify_report_confirms_the_static_finding(project):
+    name = write(project / "verify.json", verify_report())
+    result = run("report", "--output-format", "json", "--verify-report", name, "code")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    [run_] = data["runtime"]
+    assert run_["verdict"] == "fail" and run_["script_exit_code"] == 0
+    assert run_["fallbacks"][0]["op"] == "aten::_pdist_forward"
+    row = next(f for f in data["files"] if f["path"] == SCRIPT)
+    assert run_["file_anchor"] == row["anchor"]
+    finding = next(d for d in row["findings"] if d["code"] == "MPS501")
+    assert finding["runtime"] == "confirmed" and row["confirmed"] == 1
+    other = next(f for f in data["files"] if f["path"] != SCRIPT)
+    assert all(d["runtime"] is None for d in other["findings"])
+    assert "`mpslint verify` failed on 1 of 1 run." in data["verdict_text"]
+
+    html = run("report", "--output-format", "html", "--verify-report", name, "code").stdout
+    assert "runtime: confirmed" in html and "aten::_pdist_forward" in html
+    assert f'<a href="#{row["anchor"]}">{SCRIPT}</a>' in html
+    markdown = run("report", "--verify-report", name, "code").stdout
+    assert "confirms MPS501 line 24" in markdown and "(runtime: confirmed)" in markdown
+
+
+def test_new_verify_fields_are_read_too(project):
+    name = write(project / "verify.json", verify_report(renamed=True, ops_on_device=1234, verdict="pass"))
+    data = json.loads(run("report", "--output-format", "json", "--verify-report", name, "code").stdout)
+    assert data["runtime"][0]["script_exit_code"] == 0 and data["runtime"][0]["ops_on_device"] == 1234
+    assert "1234 ops on the device" in run("report", "--output-format", "html", "--verify-report", name, "code").stdout
+
+
+def test_several_reports_and_a_list_in_one_file(project):
+    first = write(project / "a.json", verify_report())
+    both = write(project / "b.json", [verify_report("code/float64_numpy.py", verdict="pass", static=[]),
+                                      verify_report()])
+    data = json.loads(run("report", "--output-format", "json", "--verify-report", first, "--verify-report", both,
+                          "code").stdout)
+    assert [r["script"] for r in data["runtime"]] == [SCRIPT, "code/float64_numpy.py", SCRIPT]
+
+
+@pytest.mark.parametrize(
+    "content, needle",
+    [("not json", "is not JSON"), (json.dumps({"verdict": "pass"}), "is not an `mpslint verify"),
+     (json.dumps([1, 2]), "is not an `mpslint verify")],
+)
+def test_a_bad_verify_report_is_a_usage_error_before_checking(project, content, needle):
+    (project / "bad.json").write_text(content, encoding="utf-8")
+    result = run("report", "--verify-report", "bad.json", "code")
+    assert result.exit_code == 2 and needle in result.stderr and result.stdout == ""
+
+
+def test_a_missing_verify_report_is_a_usage_error(project):
+    result = run("report", "--verify-report", "nope.json", "code")
+    assert result.exit_code == 2 and "cannot read verify report nope.json" in result.stderr
+
+
+def test_a_report_made_elsewhere_finds_its_script_by_path_suffix(tmp_path):
+    displays = ["code/train.py", "other/train.py", "code/missing_kernel_loop.py"]
+    assert runtime._match("/elsewhere/checkout/code/train.py", str(tmp_path / "v.json"), displays) == "code/train.py"
+    assert runtime._match("missing_kernel_loop.py", str(tmp_path / "v.json"), displays) == "code/missing_kernel_loop.py"
+    assert runtime._match("unrelated.py", str(tmp_path / "v.json"), displays) is None
+
+
+def test_a_script_path_relative_to_the_report_file(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "train.py").write_text("x = 1\n", encoding="utf-8")
+    # The report was written inside proj/ and names the script relative to it.
+    assert runtime._match("./train.py", str(tmp_path / "proj" / "verify.json"), ["proj/train.py"]) == "proj/train.py"

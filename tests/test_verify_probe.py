@@ -1,0 +1,225 @@
+"""The real-Mac probe, driven without a Mac: CPU tensors stand for the device (``device="cpu"``), the kernel table of
+the installed torch decides fallbacks per op, and warnings really come from C++."""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from mpslint.verify import child, launcher, probe, report  # noqa: E402
+from mpslint.verify.kernels import KernelOracle  # noqa: E402
+
+REAL_FALLBACK = (
+    "The operator 'aten::sgn.out' is not currently supported on the MPS backend and will fall back to run on the "
+    "CPU. This may have performance implications. (Triggered internally at "
+    "/Users/runner/work/pytorch/pytorch/pytorch/aten/src/ATen/mps/MPSFallback.mm:14.)"
+)
+
+
+def _line() -> int:
+    return inspect.currentframe().f_back.f_lineno
+
+
+@pytest.fixture(scope="module")
+def oracle():
+    return KernelOracle()
+
+
+def probe_mode(recorder, oracle, **kw):
+    return probe.ProbeMode(recorder, oracle=oracle, device="cpu", **kw)
+
+
+def test_an_op_the_table_marks_as_falling_back_is_recorded_per_call_at_the_users_line(oracle):
+    recorder = probe.Recorder(__file__)
+    x = torch.randn(5, 3)
+    with probe_mode(recorder, oracle):
+        for _ in range(3):
+            torch.nn.functional.pdist(x); line = _line()  # noqa: E702
+        x + 1  # has a kernel
+    assert [(e["kind"], e["key"], e["count"], e["row"]) for e in recorder.as_json()] == [
+        ("fallback", "aten::_pdist_forward", 3, line)]
+    assert recorder.ops_on_device == recorder.ops >= 4
+
+
+def test_the_fallback_switch_off_means_no_fallback_but_the_explicit_ones(oracle):
+    assert "embedding_renorm_" in oracle.table.explicit_cpu_fallbacks
+    recorder = probe.Recorder(__file__)
+    with probe_mode(recorder, oracle, fallback=False):
+        torch.nn.functional.pdist(torch.randn(5, 3))  # raises NotImplementedError on a Mac: an error, not a fallback
+        torch.embedding_renorm_(torch.randn(4, 3), torch.tensor([0, 2]), 1.0, 2.0); line = _line()  # noqa: E702
+    assert [(e["key"], e["row"]) for e in recorder.as_json() if e["kind"] == "fallback"] == [
+        ("aten::embedding_renorm_", line)]
+
+
+def test_composite_kernels_are_followed_to_the_op_that_falls_back(oracle):
+    recorder = probe.Recorder(__file__)
+    with probe_mode(recorder, oracle):
+        torch.logspace(0, 1, 5, device="cpu"); line = _line()  # noqa: E702  (CompositeExplicit -> logspace.out)
+    assert ("aten::logspace.out", line) in [(e["key"], e["row"]) for e in recorder.as_json()]
+
+
+def test_a_cpp_warning_surfaces_after_the_op_once_at_the_users_line_and_the_hook_sees_fallback_texts(oracle):
+    """No per-op catch_warnings any more: PyTorch's C++ warnings reach the script's own filters as without mpslint."""
+    recorder = probe.Recorder(__file__)
+    x = torch.ones(3)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("default")  # once per location, as Python shows warnings by default
+        undo = probe.install_warning_hook(recorder)
+        try:
+            with probe_mode(recorder, oracle):
+                for _ in range(3):
+                    torch.add(x, x, out=torch.empty(2)); resize = _line()  # noqa: E702  C++'s Resize warning
+            warnings.warn(REAL_FALLBACK, UserWarning); fallback = _line()  # noqa: E702  as it surfaces on a Mac
+        finally:
+            undo()
+    assert [(str(w.message).split(" ")[0], w.filename, w.lineno) for w in shown] == [
+        ("An", __file__, resize), ("The", __file__, fallback)]
+    assert "resized" in str(shown[0].message) and "Resize.cpp" in str(shown[0].message)  # from C++
+    # The table had not decided aten::sgn.out here: recorded from the warning, at the line where it surfaced.
+    assert recorder.warned_fallbacks == {"aten::sgn.out": 1}
+    assert [(e["key"], e["row"]) for e in recorder.as_json() if e["kind"] == "fallback"] == [
+        ("aten::sgn.out", fallback)]
+
+
+def test_host_syncs_the_dispatcher_never_shows(oracle):
+    recorder = probe.Recorder(__file__)
+    undo = probe.install_print_hook(recorder, device="cpu")
+    try:
+        x = torch.randn(4)
+        with probe_mode(recorder, oracle):
+            str(x); printed = _line()  # noqa: E702
+            torch.equal(x, x); equal = _line()  # noqa: E702
+            torch.allclose(x, x); close = _line()  # noqa: E702
+            torch.bincount(torch.tensor([1, 2, 2])); counted = _line()  # noqa: E702
+            torch.bincount(torch.tensor([1, 2, 2]), minlength=4)  # the size is known
+    finally:
+        undo()
+    found = {(e["key"], e["row"]) for e in recorder.as_json() if e["kind"] == "sync"}
+    assert {("to_host", printed), ("item", equal), ("item", close), ("data_dependent", counted)} <= found
+    assert not any(row not in (printed, equal, close, counted) for _, row in found)
+
+
+def test_max_ops_stops_the_script_with_the_budget_not_an_error(oracle):
+    recorder = probe.Recorder(__file__)
+    with pytest.raises(probe.StepBudget):
+        with probe_mode(recorder, oracle, max_ops=5):
+            x = torch.zeros(2)
+            while True:
+                x = x + 1
+    assert recorder.ops == 6
+
+
+# -- the child: runs on the real-device path here only up to "no device"; its report survives crashes -------------
+
+simulates = pytest.mark.skipif(not hasattr(torch.utils, "swap_tensors"), reason="--simulate needs torch 2.3")
+
+def run_child(tmp_path, source, options=None, env=None):
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(source))
+    opts = dict({"simulate": True}, **(options or {}))
+    run = launcher.launch(launcher.Options(str(script), simulate=True, max_steps=opts.get("max_steps"),
+                                           max_ops=opts.get("max_ops"), timeout=opts.get("timeout")), capture=True)
+    return run, script
+
+
+@simulates
+def test_a_crash_keeps_the_report_written_so_far_and_says_where(tmp_path):
+    run, script = run_child(tmp_path, """
+        import os, signal, time
+        import torch
+        from torch import nn
+        model = nn.Linear(3, 1).to("mps")
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(3):
+            optimizer.zero_grad()
+            loss = model(torch.randn(4, 3, device="mps")).sum()
+            loss.backward()
+            optimizer.step()
+            print(loss.item())
+            time.sleep(1.1)  # the report is rewritten at most once a second, at a step
+        import ctypes
+        ctypes.string_at(0)  # a segmentation fault, as a Metal assertion aborts the process
+    """)
+    assert run.raw is not None and run.raw["status"] == "running"
+    verdict = report.build(launcher.Options(str(script), simulate=True), run)
+    (error,) = verdict.report["errors"]
+    assert error["type"] == "Crash" and f"(last at {script}:15)" in error["message"]
+    assert error["location"] == {"filename": str(script), "row": 15}
+    assert verdict.report["syncs"] and verdict.report["syncs"][0]["count"] >= 2  # recorded before the crash
+
+
+@simulates
+def test_torch_compile_is_said_to_run_eagerly_and_max_steps_bounds_a_plain_loop(tmp_path):
+    run, script = run_child(tmp_path, """
+        import torch
+        model = torch.nn.Linear(3, 1).to("mps")
+        step = torch.compile(model)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for i in range(1000):
+            optimizer.zero_grad()
+            step(torch.randn(4, 3, device="mps")).sum().backward()
+            optimizer.step()
+        print("never")
+    """, options={"max_steps": 3})
+    verdict = report.build(launcher.Options(str(script), simulate=True, max_steps=3), run)
+    assert verdict.report["errors"] == [] and verdict.report["verdict"] == "pass"
+    assert run.raw["clocks"]["optimizer"] == 3 and "never" not in run.output
+    notes = "\n".join(verdict.notes)
+    assert f"{script}:4: torch.compile runs eagerly under mpslint verify" in notes
+    assert "stopped after --max-steps 3 as asked" in notes
+
+
+@pytest.mark.skipif(hasattr(torch.utils, "swap_tensors"), reason="this torch has what --simulate needs")
+def test_simulate_on_a_torch_older_than_2_3_is_a_clear_usage_error(tmp_path):
+    from click.testing import CliRunner
+
+    from mpslint.verify.command import verify
+
+    script = tmp_path / "s.py"
+    script.write_text("import torch\nprint('must not run')\n")
+    result = CliRunner().invoke(verify, ["--simulate", str(script)])
+    assert result.exit_code == 2
+    assert f"mpslint verify --simulate needs torch 2.3 or newer (torch.utils.swap_tensors); this is torch " \
+           f"{torch.__version__}" in result.stderr
+    assert "must not run" not in result.stdout
+
+
+def test_the_oldest_torch_each_path_supports():
+    class Fake:
+        def __init__(self, version, swap):
+            self.__version__ = version
+            self.utils = type("utils", (), {"swap_tensors": None} if swap else {})()
+
+    assert "needs torch 2.1 or newer" in child._unsupported(Fake("2.0.1", False), simulate=False)
+    assert child._unsupported(Fake("2.1.2+cu121", False), simulate=False) is None
+    assert "--simulate needs torch 2.3 or newer" in child._unsupported(Fake("2.1.2", False), simulate=True)
+    assert child._unsupported(Fake("2.13.0+cpu", True), simulate=True) is None
+
+
+@simulates
+def test_a_script_stuck_where_python_cannot_stop_it_keeps_its_report_and_says_where(tmp_path):
+    """SIGTERM ignored (as in a wait inside C++): the launcher asks faulthandler where it is, then kills it."""
+    script = tmp_path / "stuck.py"
+    script.write_text(textwrap.dedent("""
+        import signal, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        import torch
+        x = torch.ones(3, device="mps")
+        print(x.sum().item())
+        while True:
+            time.sleep(0.05)
+    """))
+    options = launcher.Options(str(script), simulate=True, timeout=30)
+    run = launcher.launch(options, capture=True)
+    assert run.timed_out and run.raw is not None and run.raw["status"] == "running"
+    verdict = report.build(options, run)
+    (error,) = verdict.report["errors"]
+    assert error["type"] == "Timeout" and error["location"] == {"filename": str(script), "row": 8}
+    assert error["message"] == (f"the script did not finish within 30 s (last at {script}:8); "
+                                "the report covers what ran until then")
+    assert verdict.report["ops_on_device"] > 0
