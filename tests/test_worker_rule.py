@@ -229,3 +229,16 @@ def test_an_inherited_worker_method():
         loader = DataLoader(MorePairs(x, y, 'mps'), num_workers=2)
         """)
     assert rows(source, "MPS404") == [PLACEMENT]
+
+
+def test_cuda_in_a_worker_is_both_cuda_only_and_placed_in_a_worker():
+    # MPS101's fix (`.to(device)`) still places the tensor in a worker: both findings stand.
+    source = script("""\
+        class Cuda(Dataset):
+            def __getitem__(self, i):
+                return torch.ones(2).cuda()
+
+        loader = DataLoader(Cuda(), num_workers=2)
+        """)
+    found = {d.code for d in check(source, ["MPS101", "MPS404"]) if d.location.row == PLACEMENT + 6}
+    assert found == {"MPS101", "MPS404"}
