@@ -6,7 +6,9 @@ import textwrap
 
 import pytest
 
-from helpers import check, codes, fix, rows
+from mpslint.fixer import fix_text
+
+from helpers import check, codes, fix, rows, settings
 
 
 @pytest.mark.parametrize("write", [
@@ -136,3 +138,11 @@ def test_fix_keeps_the_import_form_of_the_write():
 def test_no_fix_where_moving_changes_meaning(source):
     [finding] = check(source, ["MPS505"])
     assert finding.fix is None
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r"])
+def test_fix_keeps_the_files_line_endings(newline):
+    source = newline.join(["import os", "import torch", "os.environ['PYTORCH_ENABLE_MPS_FALLBACK'] = '1'", "x = 1", ""])
+    fixed = fix_text(source, "a.py", settings(["MPS505"]), unsafe=True, newline=newline).text
+    expected = ["import os", "os.environ['PYTORCH_ENABLE_MPS_FALLBACK'] = '1'", "import torch", "x = 1", ""]
+    assert fixed == newline.join(expected)

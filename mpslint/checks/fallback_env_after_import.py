@@ -139,7 +139,9 @@ class FallbackEnvAfterImport(Rule):
                 return None  # the value uses other names, which may not exist above the import
             if not self._bound_before(name, anchor):
                 imports.append(_import_line(name, target))
-        moved = "".join(tree.line_text(row) for row in range(statement.lineno, statement.end_lineno + 1))  # type: ignore[operator]
+        # Edits speak "\n"; the fixer writes the file's own line endings.
+        rows = range(statement.lineno, statement.end_lineno + 1)  # type: ignore[operator]
+        moved = "".join(tree.line_text(row).rstrip("\r\n") + "\n" for row in rows)
         return FixSpec.unsafe(
             "Set it before the imports",
             insert_before(anchor, "".join(imports) + moved),
