@@ -97,3 +97,41 @@ def test_the_variable_list_names_the_fallback_switch_as_read_at_import():
     assert env.MPS_VARIABLES["PYTORCH_ENABLE_MPS_FALLBACK"].read == env.IMPORT
     assert env.MPS_VARIABLES["PYTORCH_MPS_HIGH_WATERMARK_RATIO"].read == env.FIRST_USE
     assert all(v.source.startswith("https://github.com/pytorch/pytorch/") for v in env.MPS_VARIABLES.values())
+
+
+def test_function_writes_run_after_the_import_when_the_def_follows_it():
+    module = ast.parse(textwrap.dedent("""
+        import os
+        import torch
+
+        def main():
+            os.environ["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"
+            def inner():
+                from os import environ
+                environ.setdefault("PYTORCH_MPS_HIGH_WATERMARK_RATIO", "0.0")
+
+        class Setup:
+            def apply(self):
+                os.putenv("PYTORCH_ENABLE_MPS_FALLBACK", "1")
+                handler = lambda: os.environ.update(PYTORCH_MPS_FAST_MATH="1")
+    """))
+    got = [(w.name, w.how, w.line, w.before_torch_import) for w in env.function_writes(module)]
+    assert got == [
+        ("PYTORCH_ENABLE_MPS_FALLBACK", env.ASSIGN, 6, False),
+        ("PYTORCH_MPS_HIGH_WATERMARK_RATIO", env.SETDEFAULT, 9, False),
+        ("PYTORCH_ENABLE_MPS_FALLBACK", env.PUTENV, 13, False),
+    ]
+    assert env.assignments(module).writes == ()  # the top level writes nothing
+
+
+def test_a_function_defined_before_the_import_may_run_before_it():
+    module = ast.parse(textwrap.dedent("""
+        import os
+
+        def setup():
+            os.environ["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"
+
+        setup()
+        import torch
+    """))
+    assert [(w.line, w.before_torch_import) for w in env.function_writes(module)] == [(5, True)]

@@ -274,3 +274,37 @@ def _dict_writes(value: ast.AST, node: ast.AST) -> Iterator[Tuple[str, str, Opti
         for keyword in value.keywords:
             if keyword.arg is not None:
                 yield keyword.arg, ASSIGN, _string(keyword.value), node
+
+
+# -- writes in function bodies (the static rule fallback-env-after-import) -------------------------
+
+def function_writes(module: ast.Module, torch_importing: FrozenSet[str] = TORCH_IMPORTING) -> Tuple[EnvWrite, ...]:
+    """Environment writes in the bodies of module-level functions and methods, in source order.
+
+    A function runs when it is called, and nothing can call it before its
+    ``def`` has run: when the module's first top-level torch import comes
+    before the ``def``, every write in the body runs after torch is imported.
+    ``before_torch_import`` says whether the ``def`` comes first, so that a
+    call might still precede the import (``setup_env()`` then ``import torch``).
+    """
+    torch_line = assignments(module, torch_importing).torch_import_line
+    module_names = _Names()
+    for statement in _top_level(module.body):
+        module_names.learn(statement)
+    found: List[EnvWrite] = []
+    for definition in _top_level(module.body):
+        if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        before = torch_line is None or definition.lineno < torch_line
+        functions = (n for n in ast.walk(definition) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        for function in functions:  # each body once: _top_level does not enter nested defs
+            names = _Names()
+            names.os, names.environ, names.functions = set(module_names.os), set(module_names.environ), dict(
+                module_names.functions)
+            for statement in _top_level(function.body):
+                names.learn(statement)
+                for node in _own_nodes(statement):
+                    for name, how, value, write in _writes(node, names):
+                        found.append(EnvWrite(name, how, value, write.lineno, write.col_offset, before))
+    found.sort(key=lambda w: (w.line, w.col))
+    return tuple(found)

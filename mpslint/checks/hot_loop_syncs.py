@@ -119,16 +119,21 @@ class SynchronizeInHotLoop(_HotLoopRule):
         )
 
     def _is_synchronize(self, node: ast.Call) -> bool:
-        qualified = self.ctx.qualify(node.func)
-        if qualified in SYNCHRONIZE:
-            return True
-        if method_name(node) != "synchronize" or qualified is not None:
-            return False
-        receiver = node.func.value  # type: ignore[attr-defined]
-        if type(receiver) is ast.Call:  # torch.cuda.current_stream().synchronize()
-            return (self.ctx.qualify(receiver.func) or "").startswith("torch.")
-        name = (dotted_name(receiver) or "").lower()
-        return "stream" in name or "event" in name
+        return is_synchronize(self.ctx, node)
+
+
+def is_synchronize(ctx, node: ast.Call) -> bool:
+    """A call that waits for the device: ``torch.*.synchronize()``, a stream's or an event's ``.synchronize()``."""
+    qualified = ctx.qualify(node.func)
+    if qualified in SYNCHRONIZE:
+        return True
+    if method_name(node) != "synchronize" or qualified is not None:
+        return False
+    receiver = node.func.value  # type: ignore[attr-defined]
+    if type(receiver) is ast.Call:  # torch.cuda.current_stream().synchronize()
+        return (ctx.qualify(receiver.func) or "").startswith("torch.")
+    name = (dotted_name(receiver) or "").lower()
+    return "stream" in name or "event" in name
 
 
 class TensorConditionInHotLoop(_HotLoopRule):
