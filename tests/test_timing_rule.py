@@ -180,8 +180,8 @@ def test_fix_is_unsafe_and_synchronizes_before_the_read():
             y = model(x)
             return time.time() - start
         """)
-    assert fix(source, ["MPS205"]).text == source
-    fixed = fix(source, ["MPS205"], unsafe=True).text
+    assert fix(source, ["MPS205"], torch_version="2.6").text == source
+    fixed = fix(source, ["MPS205"], unsafe=True, torch_version="2.6").text
     assert fixed == script("""\
         def bench():
             start = time.time()
@@ -190,12 +190,13 @@ def test_fix_is_unsafe_and_synchronizes_before_the_read():
                 torch.accelerator.synchronize()
             return time.time() - start
         """)
-    assert rows(fixed, "MPS205") == []
+    assert rows(fixed, "MPS205", torch_version="2.6") == []
 
 
-def test_fix_before_torch_2_6_checks_each_accelerator():
+@pytest.mark.parametrize("floor", ["2.4", None])  # with no floor declared, fixes assume torch 2.0
+def test_fix_before_torch_2_6_checks_each_accelerator(floor):
     source = script("start = time.time()\ny = model(x)\nprint(time.time() - start)\n")
-    fixed = fix(source, ["MPS205"], unsafe=True, torch_version="2.4").text
+    fixed = fix(source, ["MPS205"], unsafe=True, torch_version=floor).text
     assert fixed == script("""\
         start = time.time()
         y = model(x)
@@ -205,7 +206,7 @@ def test_fix_before_torch_2_6_checks_each_accelerator():
             torch.mps.synchronize()
         print(time.time() - start)
         """)
-    assert rows(fixed, "MPS205", torch_version="2.4") == []
+    assert rows(fixed, "MPS205", torch_version=floor) == []
 
 
 @pytest.mark.parametrize("body", [
