@@ -904,7 +904,7 @@ def test_device_count_choice_is_fixed_like_is_available():
     ],
 )
 def test_the_run_says_which_torch_the_fixes_target(tmp_path, monkeypatch, requirement, note):
-    from click.testing import CliRunner
+    from clitools import cli_runner
 
     from mpslint.cli import main
 
@@ -914,7 +914,7 @@ def test_the_run_says_which_torch_the_fixes_target(tmp_path, monkeypatch, requir
     (tmp_path / "train.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
     monkeypatch.chdir(tmp_path)
     for args in (["--no-cache", "train.py"], ["--diff", "train.py"], ["--fix", "train.py"]):
-        result = CliRunner().invoke(main, args)
+        result = cli_runner().invoke(main, args)
         assert note in result.output, (args, result.output)
 
 

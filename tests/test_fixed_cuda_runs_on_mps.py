@@ -17,11 +17,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from click.testing import CliRunner
+from clitools import cli_runner
+from helpers import check
 
 from mpslint.verify.command import verify
-
-from helpers import check
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cuda"
 RUNNABLE = ("availability_flag", "args_no_cuda", "device_in_scope", "half_migrated", "device_helper")
@@ -55,7 +54,7 @@ def simulated_run(tmp_path_factory):
         paths.append(str(target))
     driver = directory / "driver.py"
     driver.write_text(DRIVER.format(paths=paths), encoding="utf-8")
-    result = CliRunner().invoke(verify, ["--simulate", "--output-format", "json", str(driver)], catch_exceptions=False)
+    result = cli_runner().invoke(verify, ["--simulate", "--output-format", "json", str(driver)], catch_exceptions=False)
     report = json.loads(result.stdout)
     lines = {Path(line.split(" | ")[0]).stem: line.split(" | ")[1:] for line in result.stderr.splitlines() if " | " in line}
     return report, lines

@@ -4,6 +4,7 @@ a bug in a rule is contained, in this process and in the worker pool.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -13,10 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-
 from clitools import fake_rules, project, run  # noqa: F401  (fixtures)
-
 
 # --- static mode never executes -----------------------------------------------------------------
 
@@ -97,6 +95,9 @@ def test_stdin_is_never_run(tmp_path, monkeypatch):
 # --- the verifier runs code only when asked, and owns its process group ---------------------------
 
 
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="mpslint verify needs torch")
+
+
 def _verify(*args, timeout=240):
     # Output through files, not pipes: a leftover grandchild holding a pipe open would hang the test instead of failing it.
     import tempfile
@@ -121,6 +122,7 @@ def _alive(pid: int) -> bool:
         return True
 
 
+@needs_torch
 def test_a_crashing_script_is_the_scripts_failure_not_mpslints(tmp_path):
     script = tmp_path / "crash.py"
     script.write_text("import torch\nx = torch.ones(2, device='mps')\nraise ValueError('the script has a bug')\n")
@@ -147,6 +149,7 @@ time.sleep(600)
 """
 
 
+@needs_torch
 def test_timeout_kills_the_whole_process_group(tmp_path):
     script = tmp_path / "spawner.py"
     script.write_text(SPAWNER)
@@ -170,6 +173,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
                 pass
 
 
+@needs_torch
 def test_ctrl_c_on_verify_ends_the_script_too(tmp_path):
     script = tmp_path / "spawner.py"
     script.write_text(SPAWNER)

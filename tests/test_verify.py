@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 if not hasattr(torch.utils, "swap_tensors"):
     pytest.skip("--simulate needs torch 2.3 (tests/test_verify_probe.py covers older torch)", allow_module_level=True)
 
-from click.testing import CliRunner
+from clitools import cli_runner
 
 from mpslint.verify import messages
 from mpslint.verify.command import verify
@@ -41,7 +41,7 @@ _runs: Dict[Tuple[str, ...], object] = {}
 def run_verify(*args: str):
     """One verifier run per distinct command line for the whole module (each costs a torch import)."""
     if args not in _runs:
-        _runs[args] = CliRunner().invoke(verify, list(args), catch_exceptions=False)
+        _runs[args] = cli_runner().invoke(verify, list(args), catch_exceptions=False)
     return _runs[args]
 
 
@@ -186,7 +186,7 @@ def test_fixed_cuda_training_script_passes(tmp_path):
     assert fixed != source and ".cuda" not in fixed.replace("torch.cuda.is_available", "")
     script = tmp_path / "train_fixed.py"
     script.write_text(fixed)
-    result = CliRunner().invoke(verify, ["--simulate", "--max-steps", "5", "--output-format", "json", str(script)],
+    result = cli_runner().invoke(verify, ["--simulate", "--max-steps", "5", "--output-format", "json", str(script)],
                                 catch_exceptions=False)
     report = json.loads(result.stdout)
     assert report["verdict"] == "pass", (report, result.stderr)
@@ -204,7 +204,7 @@ def test_golden_fixed_cuda_fixture_passes_with_max_steps():
 
 
 def test_usage_errors_exit_2(tmp_path):
-    result = CliRunner().invoke(verify, [str(tmp_path / "missing.py")])
+    result = cli_runner().invoke(verify, [str(tmp_path / "missing.py")])
     assert result.exit_code == 2
 
 
@@ -212,7 +212,7 @@ def test_without_mps_and_without_simulate_it_suggests_simulate(monkeypatch):
     from mpslint.verify import launcher
 
     monkeypatch.setattr(launcher, "launch", lambda options, **kw: launcher.Run({"status": "no-device"}, 0, False, 0.1))
-    result = CliRunner().invoke(verify, [rel("clean_loop")])
+    result = cli_runner().invoke(verify, [rel("clean_loop")])
     assert result.exit_code == 2
     assert "mpslint verify --simulate fixtures/verify/clean_loop.py" in result.stderr
 
@@ -222,7 +222,7 @@ def test_a_verifier_crash_exits_2(monkeypatch):
 
     raw = {"status": "verifier-error", "message": "Traceback ...\nImportError: boom"}
     monkeypatch.setattr(launcher, "launch", lambda options, **kw: launcher.Run(raw, 2, False, 0.1))
-    result = CliRunner().invoke(verify, ["--simulate", rel("clean_loop")])
+    result = cli_runner().invoke(verify, ["--simulate", rel("clean_loop")])
     assert result.exit_code == 2 and "ImportError: boom" in result.stderr
 
 

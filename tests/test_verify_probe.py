@@ -176,13 +176,13 @@ def test_torch_compile_is_said_to_run_eagerly_and_max_steps_bounds_a_plain_loop(
 
 @pytest.mark.skipif(hasattr(torch.utils, "swap_tensors"), reason="this torch has what --simulate needs")
 def test_simulate_on_a_torch_older_than_2_3_is_a_clear_usage_error(tmp_path):
-    from click.testing import CliRunner
+    from clitools import cli_runner
 
     from mpslint.verify.command import verify
 
     script = tmp_path / "s.py"
     script.write_text("import torch\nprint('must not run')\n")
-    result = CliRunner().invoke(verify, ["--simulate", str(script)])
+    result = cli_runner().invoke(verify, ["--simulate", str(script)])
     assert result.exit_code == 2
     assert f"mpslint verify --simulate needs torch 2.3 or newer (torch.utils.swap_tensors); this is torch " \
            f"{torch.__version__}" in result.stderr
