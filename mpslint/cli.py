@@ -14,11 +14,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import click
 
 from mpslint import __version__
+from mpslint.options import selection_options, selection_overrides
 
 if TYPE_CHECKING:
     from mpslint.diagnostic import Diagnostic
@@ -91,23 +92,13 @@ def main() -> None:
     """
 
 
-def _split(values: Sequence[str]) -> Tuple[str, ...]:
-    """``--select A,B --select C`` -> (A, B, C)."""
-    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
-
-
 @main.command("check")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @click.option("--fix", is_flag=True, help="Apply fixes (safe ones; with --unsafe-fixes, unsafe ones too).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or offer fixes that may change behaviour.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff and write nothing; exit 1 if there is one.")
 @click.option("--show-fixes", is_flag=True, help="List the fixes applied, per file.")
-@click.option("--select", multiple=True, metavar="CODES", help="Rules to check (codes, prefixes like MPS1, names; comma-separated).")
-@click.option("--extend-select", multiple=True, metavar="CODES", help="Rules to add to the selection.")
-@click.option("--ignore", multiple=True, metavar="CODES", help="Rules to leave out.")
-@click.option("--exclude", multiple=True, metavar="PATTERNS", help="Replace the excluded paths (globs; comma-separated).")
-@click.option("--extend-exclude", multiple=True, metavar="PATTERNS", help="Exclude these paths too.")
-@click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too (pre-commit).")
+@selection_options
 @click.option(
     "--output-format",
     type=click.Choice(FORMAT_CHOICES),
@@ -175,7 +166,7 @@ def _check(
     strict: bool,
     verbose: bool,
 ) -> int:
-    from mpslint.config import ConfigError, ConfigResolver, Overrides, check_torch_floor, parse_torch_version
+    from mpslint.config import ConfigError, ConfigResolver, check_torch_floor, parse_torch_version
     from mpslint.runner import Mode
 
     use_stdin = "-" in paths or (stdin_filename is not None and not paths)
@@ -189,14 +180,7 @@ def _check(
             warning = check_torch_floor(floor, "--torch-version")
             if warning is not None:
                 warnings.append(warning)
-        overrides = Overrides(
-            select=_split(select) if select else None,
-            ignore=_split(ignore),
-            extend_select=_split(extend_select),
-            exclude=_split(exclude) if exclude else None,
-            extend_exclude=_split(extend_exclude),
-            torch_version=floor,
-        )
+        overrides = selection_overrides(select, extend_select, ignore, exclude, extend_exclude, floor)
         resolver = ConfigResolver(overrides, Path(config_path) if config_path else None)
     except ConfigError as exc:
         raise UsageFailure(str(exc)) from None

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import List, Optional
 
 import click
 
+from mpslint.options import selection_options, selection_overrides, split_commas
+
 FORMATS = ("markdown", "html", "json")
 SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown", ".json": "json"}
-
-
-def _split(values) -> Tuple[str, ...]:
-    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
 
 
 def output_format_for(output_format: Optional[str], output_file: Optional[str]) -> str:
@@ -44,12 +42,7 @@ def output_format_for(output_format: Optional[str], output_file: Optional[str]) 
                                    "(repeatable).")
 @click.option("--max-findings", type=click.IntRange(min=0), default=20, show_default=True,
               help="Findings listed per file (the counts always cover every finding).")
-@click.option("--select", multiple=True, metavar="CODES", help="Rules to check (codes, prefixes like MPS1, names).")
-@click.option("--extend-select", multiple=True, metavar="CODES", help="Rules to add to the selection.")
-@click.option("--ignore", multiple=True, metavar="CODES", help="Rules to leave out.")
-@click.option("--exclude", multiple=True, metavar="PATTERNS", help="Replace the excluded paths (globs).")
-@click.option("--extend-exclude", multiple=True, metavar="PATTERNS", help="Exclude these paths too.")
-@click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
+@selection_options
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option("--cache-dir", envvar="MPSLINT_CACHE_DIR", show_envvar=True,
               type=click.Path(file_okay=False, path_type=str), help="Where the check's cache lives.")
@@ -67,21 +60,15 @@ def report(paths, output_format, output_file, verify_reports, max_findings, sele
     check` (same files, config, selection and cache) and runs the fixer in
     memory: no file is written.
     """
-    from mpslint.config import ConfigError, ConfigResolver, Overrides, parse_torch_version
+    from mpslint.config import ConfigError, ConfigResolver, parse_torch_version
     from mpslint.report import runtime
 
     fmt = output_format_for(output_format, output_file)
     if "-" in paths:
         _fail("`mpslint report` reads files, not stdin: give paths")
     try:
-        overrides = Overrides(
-            select=_split(select) if select else None,
-            ignore=_split(ignore),
-            extend_select=_split(extend_select),
-            exclude=_split(exclude) if exclude else None,
-            extend_exclude=_split(extend_exclude),
-            torch_version=parse_torch_version(torch_version) if torch_version is not None else None,
-        )
+        floor = parse_torch_version(torch_version) if torch_version is not None else None
+        overrides = selection_overrides(select, extend_select, ignore, exclude, extend_exclude, floor)
         resolver = ConfigResolver(overrides, Path(config_path) if config_path else None)
         for path in verify_reports:  # a bad report is a usage error before the (long) check, not after
             runtime.read(path)
@@ -125,7 +112,7 @@ def _repeatable_flags(select, extend_select, ignore, torch_version, config_path)
     flags: List[str] = []
     for name, values in (("--select", select), ("--extend-select", extend_select), ("--ignore", ignore)):
         if values:
-            flags += [name, ",".join(_split(values))]
+            flags += [name, ",".join(split_commas(values))]
     if torch_version:
         flags += ["--torch-version", torch_version]
     if config_path:
