@@ -329,3 +329,59 @@ def test_a_long_elif_dispatch_resolves_without_deep_recursion():
     arms = "".join(f"    {'if' if i == 0 else 'elif'} name == 'k{i}':\n        x = x.to('mps')\n" for i in range(2000))
     source = "import torch\ndef pick(name, x):\n    x = x.cpu()\n" + arms + "    probe = x  # <- after\n"
     assert kind_at(source, "after") is Kind.DEVICE
+
+
+def test_a_handler_does_not_reach_the_else_of_its_try():
+    # The handlers lie between the body and the ``else:``, which run as one branch: name resolution
+    # from the ``else:`` looks past the handler (this shape once looped forever, transformers'
+    # pipelines/base.py).
+    source = """
+    import torch
+    def f(inputs):
+        inputs = inputs.to("mps")
+        try:
+            first = next(inputs)
+        except StopIteration:
+            inputs = inputs.cpu()
+        except ValueError:
+            inputs = []
+        else:
+            if first:
+                probe = inputs  # <- else
+    """
+    assert kind_at(source, "else") is Kind.DEVICE
+
+
+def test_the_body_of_a_try_reaches_its_else_past_the_handlers():
+    source = """
+    import torch
+    def f(x):
+        try:
+            x = x.cpu()
+        except RuntimeError:
+            x = x.to("mps")
+        else:
+            probe = x  # <- else
+        after = x  # <- after
+    """
+    assert kind_at(source, "else") is Kind.HOST_TENSOR  # the handler's assignment never reaches the else
+    assert kind_at(source, "after") is Kind.DEVICE  # after the try, either may hold: it may be on the device
+
+
+def test_a_try_nested_in_the_else_of_a_try():
+    source = """
+    import torch
+    def f(x):
+        try:
+            x = x.to("mps")
+        except RuntimeError:
+            x = x.cpu()
+        else:
+            try:
+                y = 1
+            except KeyError:
+                x = x.cpu()
+            else:
+                probe = x  # <- inner
+    """
+    assert kind_at(source, "inner") is Kind.DEVICE

@@ -164,9 +164,16 @@ class Branches:
                 outer = region[0]
             if excluded is not None:
                 # Another branch of a statement the use is in: only the use's own branch, then what came before.
-                own_first = self.branch_ranges(excluded[0])[0][excluded[1]][0]
-                if bisect.bisect_left(ends, pos) > bisect.bisect_left(ends, max(lo, own_first)):
-                    lo = max(lo, own_first)
+                # Each step moves ``pos`` down or ``lo`` up, so the loop ends.
+                ranges = self.branch_ranges(excluded[0])[0]
+                own_first = ranges[excluded[1]][0]
+                other_first = ranges[region[1]][0]
+                if own_first < other_first:
+                    # The other branch lies inside the span of the use's own, as the handlers of a ``try``
+                    # lie between its body and its ``else`` (one branch): look before that branch.
+                    pos = other_first
+                elif lo < own_first and bisect.bisect_left(ends, pos) > bisect.bisect_left(ends, own_first):
+                    lo = own_first
                 else:
                     pos, at = tree.index(excluded[0]), self.regions(excluded[0])
                 continue

@@ -32,13 +32,19 @@ def _from_a_tensor(node: ast.AST) -> bool:
     return method_name(node) == "numpy"
 
 
+def _numpy_call(ctx, node: ast.AST) -> bool:
+    """``np.<anything>(...)``: an array (or a numpy scalar)."""
+    return type(node) is ast.Call and (ctx.qualify(node.func) or "").startswith("numpy.")  # type: ignore[attr-defined]
+
+
 def _first_argument(call: ast.Call) -> Optional[ast.AST]:
     values = [a.value if type(a) is ast.Starred else a for a in call.args] + [k.value for k in call.keywords]
     return values[0] if values else None
 
 
 class Float64ToDevice(Rule):
-    TRIGGERS = ("float64", "double", "from_numpy")
+    # numpy: its float arrays are float64 without the word in the file (`np.array([0.5])`, `np.zeros(3)`).
+    TRIGGERS = ("float64", "double", "numpy")
 
     @property
     def flow(self) -> DeviceFlow:
@@ -95,9 +101,12 @@ class Float64ToDevice(Rule):
         first = _first_argument(call)
         if first is None:
             return False
-        if type(first) in (ast.Constant, ast.List, ast.Tuple, ast.ListComp) and self.ctx.qualify(call.func) != "torch.from_numpy":
+        if self.ctx.qualify(call.func) == "torch.from_numpy":
+            return self._may_be_float64_array(first, python_floats=True)  # its argument is an array
+        if type(first) in (ast.Constant, ast.List, ast.Tuple, ast.ListComp):
             return False  # `torch.tensor([0.5, 1.0])`: the default dtype, float32
-        return self._may_be_float64_array(first)
+        # `torch.tensor(float(v))`, `torch.tensor(a / b)`: Python floats, float32 too; only numpy makes float64.
+        return self._may_be_float64_array(first, python_floats=False)
 
     def _dtype_fix(self, dtype: ast.AST) -> Optional[FixSpec]:
         if type(dtype) is ast.Attribute:
@@ -142,46 +151,55 @@ class Float64ToDevice(Rule):
             return self._from_numpy_float64(expr.func.value, depth + 1)  # type: ignore[attr-defined]
         return False
 
-    def _may_be_float64_array(self, array: ast.AST, depth: int = 0) -> bool:
-        """Positive evidence that a numpy array is float64: numpy's float defaults, float literals, division."""
+    def _may_be_float64_array(self, array: ast.AST, depth: int = 0, *, python_floats: bool) -> bool:
+        """Positive evidence that a numpy array is float64: numpy's float defaults, float data, division.
+
+        ``python_floats``: Python floats count (data numpy turns into an array: ``np.array([0.5])``);
+        where torch reads them itself (``torch.tensor(0.5)``) they make float32, and only numpy counts.
+        """
         if depth > 6:
             return False
         cls = type(array)
         if cls is ast.Name:
             bindings = self.flow.visible(array.id, array)  # type: ignore[attr-defined]
             return any(
-                b.how == "assign" and not b.path and b.value is not None and self._may_be_float64_array(b.value, depth + 1)
+                b.how == "assign" and not b.path and b.value is not None
+                and self._may_be_float64_array(b.value, depth + 1, python_floats=python_floats)
                 for b in bindings
             )
         if cls is ast.Constant:
-            return type(array.value) is float  # type: ignore[attr-defined]
+            return python_floats and type(array.value) is float  # type: ignore[attr-defined]
         if cls in (ast.List, ast.Tuple):
-            return any(self._may_be_float64_array(e.value if type(e) is ast.Starred else e, depth + 1) for e in array.elts)  # type: ignore[attr-defined]
+            return any(self._may_be_float64_array(e.value if type(e) is ast.Starred else e, depth + 1,
+                                                  python_floats=python_floats)
+                       for e in array.elts)  # type: ignore[attr-defined]
         if cls in (ast.ListComp, ast.GeneratorExp):
-            return self._may_be_float64_array(array.elt, depth + 1)  # type: ignore[attr-defined]
+            return self._may_be_float64_array(array.elt, depth + 1, python_floats=python_floats)  # type: ignore[attr-defined]
         if cls is ast.BinOp:
-            if _from_a_tensor(array.left) or _from_a_tensor(array.right):  # type: ignore[attr-defined]
+            left, right = array.left, array.right  # type: ignore[attr-defined]
+            if _from_a_tensor(left) or _from_a_tensor(right):
                 return False  # `x.cpu().numpy() * 0.5`: the array keeps the tensor's dtype
-            if type(array.op) is ast.Div:  # type: ignore[attr-defined]
-                return True
-            return self._may_be_float64_array(array.left, depth + 1) or self._may_be_float64_array(array.right, depth + 1)  # type: ignore[attr-defined]
+            if type(array.op) is ast.Div and (python_floats or _numpy_call(self.ctx, left) or _numpy_call(self.ctx, right)):  # type: ignore[attr-defined]
+                return True  # true division makes floats: float64 in numpy
+            return (self._may_be_float64_array(left, depth + 1, python_floats=python_floats)
+                    or self._may_be_float64_array(right, depth + 1, python_floats=python_floats))
         if cls is ast.UnaryOp:
-            return self._may_be_float64_array(array.operand, depth + 1)  # type: ignore[attr-defined]
+            return self._may_be_float64_array(array.operand, depth + 1, python_floats=python_floats)  # type: ignore[attr-defined]
         if cls is not ast.Call:
             return False
+        qualified = self.ctx.qualify(array.func) or ""  # type: ignore[attr-defined]
         dtype = keyword(array, "dtype")  # type: ignore[arg-type]
         if dtype is not None:
-            return bool(FLOAT64_DTYPE.search(self.ctx.text(dtype)))
-        qualified = self.ctx.qualify(array.func) or ""  # type: ignore[attr-defined]
+            return bool(FLOAT64_DTYPE.search(self.ctx.text(dtype)))  # `dtype=float` is float64 in numpy and torch
         if qualified == "float" or dotted_name(array.func) == "float":  # type: ignore[attr-defined]
-            return True
+            return python_floats
         first = _first_argument(array)  # type: ignore[arg-type]
         if qualified.startswith("numpy."):
             function = qualified[len("numpy."):]
             if function in NUMPY_FLOAT64:
                 return True
             if function in ("array", "asarray", "stack", "concatenate", "vstack", "hstack") and first is not None:
-                return self._may_be_float64_array(first, depth + 1)
+                return self._may_be_float64_array(first, depth + 1, python_floats=True)
             return False
         if method_name(array) == "astype" and first is not None:
             return bool(FLOAT64_DTYPE.search(self.ctx.text(first)))
