@@ -111,7 +111,7 @@ def test_op_without_mps_kernel_in_a_loop_is_a_fallback_with_count_and_line(plain
     assert plain_runs["missing_kernel_loop"][0] == "ok"
     assert list(report) == ["script", "device", "simulated", "torch_version", "verdict", "reasons",
                             "script_exit_code", "duration_s", "ops", "ops_on_device", "fallback_setting", "fallbacks",
-                            "syncs", "errors", "static"]
+                            "syncs", "errors", "set_after_import", "static"]
     assert report["device"] == "mps" and report["simulated"] is True and report["script_exit_code"] == 0
     assert report["reasons"] == ["CPU fallbacks"] and 0 < report["ops_on_device"] <= report["ops"]
     assert report["fallback_setting"] == {"enabled": True, "value": "1", "row": None,
@@ -290,17 +290,38 @@ def test_fallback_switch_set_before_the_scripts_torch_import_is_honoured():
     assert f"PYTORCH_ENABLE_MPS_FALLBACK=1 when torch was imported (from {rel('fallback_env_before_import')}:{row})" \
         in result.stderr
     assert "without PYTORCH_ENABLE_MPS_FALLBACK=1" not in result.stderr  # the script sets it itself
+    # Set in time: the op fell back, and nothing ties the run to MPS505.
+    assert report["set_after_import"] == []
+    assert "MPS505" not in {s["code"] for s in report["static"]}
 
 
 @needs_2_13
-def test_fallback_switch_set_after_the_import_is_ignored_and_said_so():
+def test_fallback_switch_set_after_the_import_is_confirmed_at_runtime_as_mps505_at_its_line():
+    """aten::_pdist_forward has no MPS kernel in torch 2.13: with the switch off when torch loaded, it raises although
+    the script set the switch, later, on line 7."""
     report, result = json_report("fallback_env_after_import", "--no-fallback")
     assert report["fallback_setting"]["enabled"] is False
-    assert report["errors"][0]["type"] == "NotImplementedError"
-    assert report["errors"][0]["location"]["row"] == row_of("fallback_env_after_import", "pdist(features)")
+    pdist = {"filename": rel("fallback_env_after_import"), "row": row_of("fallback_env_after_import", "pdist(features)")}
+    assert [(e["type"], e["location"]) for e in report["errors"]] == [("NotImplementedError", pdist)]
     row = row_of("fallback_env_after_import", 'os.environ["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"')
-    assert f"{rel('fallback_env_after_import')}:{row} sets PYTORCH_ENABLE_MPS_FALLBACK after torch is imported: " \
-           "it has no effect" in result.stderr
+    assert report["set_after_import"] == [{
+        "variable": "PYTORCH_ENABLE_MPS_FALLBACK", "value": "1",
+        "location": {"filename": rel("fallback_env_after_import"), "row": row}, "rule": "MPS505",
+        "url": "https://github.com/mpslint/mpslint/blob/main/rules/MPS505.md", "status": "confirmed", "reason": None,
+        "raised": [{"op": "aten::_pdist_forward", "count": 1, "location": pdist}]}]
+    assert {"code": "MPS505", "row": row, "status": "confirmed"} in report["static"]
+    assert report["verdict"] == "fail" and report["reasons"] == ["errors"] and result.exit_code == 1
+
+
+def test_fallback_switch_set_late_but_never_needed_is_listed_unconfirmed():
+    """Set after the import in a helper, with no op lacking a kernel: the line is named, the finding not confirmed."""
+    report, result = json_report("fallback_env_set_late_unused", "--no-fallback")
+    row = row_of("fallback_env_set_late_unused", "os.environ.setdefault(")
+    [late] = report["set_after_import"]
+    assert (late["location"], late["status"], late["reason"], late["raised"]) == (
+        {"filename": rel("fallback_env_set_late_unused"), "row": row}, "unconfirmed", "no-missing-kernel", [])
+    assert report["static"] == [{"code": "MPS505", "row": row, "status": "not-observed"}]
+    assert report["verdict"] == "pass" and report["errors"] == [] and result.exit_code == 0
 
 
 def test_a_script_that_ran_nothing_on_mps_is_not_a_pass():

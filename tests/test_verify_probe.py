@@ -4,6 +4,7 @@ the installed torch decides fallbacks per op, and warnings really come from C++.
 from __future__ import annotations
 
 import inspect
+import os
 import textwrap
 import warnings
 
@@ -11,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from mpslint.verify import child, launcher, probe, report  # noqa: E402
+from mpslint.verify import child, launcher, messages, probe, report  # noqa: E402
 from mpslint.verify.kernels import KernelOracle  # noqa: E402
 
 REAL_FALLBACK = (
@@ -112,6 +113,46 @@ def test_max_ops_stops_the_script_with_the_budget_not_an_error(oracle):
             while True:
                 x = x + 1
     assert recorder.ops == 6
+
+
+@pytest.fixture(scope="module")
+def missing_kernel_ops():
+    """Ops whose kernel raises as MPSFallback.mm's error kernel does (with the switch off), or another way."""
+    lib = torch.library.Library("mpslint_probe", "DEF")
+    lib.define("missing(Tensor x) -> Tensor")
+    lib.define("limited(Tensor x) -> Tensor")
+
+    def missing(x):
+        raise NotImplementedError(messages.not_implemented("aten::_pdist_forward", (2, 13), "cf30153c"))
+
+    def limited(x):  # a restriction inside an existing kernel: the switch does not help
+        raise NotImplementedError(messages.CONV_OUTPUT_SIZE)
+
+    lib.impl("missing", missing, "CPU")
+    lib.impl("limited", limited, "CPU")
+    yield torch.ops.mpslint_probe
+    del lib
+
+
+def test_a_missing_kernel_error_is_recorded_as_raised_with_the_fallback_switchs_write_in_force(oracle,
+                                                                                            missing_kernel_ops):
+    """On a Mac the error comes from the op the probe dispatches; it is seen as it is raised, so a script that
+    catches it (and runs the op on the CPU itself) is seen too."""
+    recorder = probe.Recorder(__file__)
+    recorder.fallback_write = lambda: 4  # the child's EnvWatch: the fifth write set the value in os.environ now
+    x = torch.randn(3)
+    rows = set()
+    with probe_mode(recorder, oracle, fallback=False):
+        for _ in range(2):
+            try:
+                missing_kernel_ops.missing(x)
+            except NotImplementedError as exc:
+                rows.add(exc.__traceback__.tb_lineno)
+        with pytest.raises(NotImplementedError, match="Output channels"):
+            missing_kernel_ops.limited(x)
+    (row,) = rows
+    assert recorder.raised_json() == [{"op": "aten::_pdist_forward", "filename": os.path.abspath(__file__),
+                                       "row": row, "count": 2, "fallback_write": 4}]
 
 
 # -- the child: runs on the real-device path here only up to "no device"; its report survives crashes -------------

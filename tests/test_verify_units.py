@@ -107,7 +107,7 @@ def test_real_mps_report_verdicts_and_exact_json_shape():
     r = verdict.report
     assert list(r) == ["script", "device", "simulated", "torch_version", "verdict", "reasons", "script_exit_code",
                        "duration_s", "ops", "ops_on_device", "fallback_setting", "fallbacks", "syncs", "errors",
-                       "static"]
+                       "set_after_import", "static"]
     assert r["device"] == "mps" and r["simulated"] is False and r["verdict"] == "fail" and verdict.exit_code == 1
     assert r["reasons"] == ["CPU fallbacks", "hot host syncs"] and (r["ops"], r["ops_on_device"]) == (50, 40)
     assert r["fallbacks"] == [{"op": "aten::sgn.out", "count": 3, "location": {"filename": "train.py", "row": 12},

@@ -6,7 +6,9 @@ reads ``PYTORCH_ENABLE_MPS_FALLBACK`` once, while ``import torch`` loads its
 library (``aten/src/ATen/mps/MPSFallback.mm``), so a script that sets it
 before its own ``import torch`` must get what it set. An import hook sets the
 verifier up right after torch finishes loading, and records the setting
-torch saw.
+torch saw; ``envwatch`` records each write of the variable as it runs, before
+or after that moment, so the report can name the line that chose the setting
+and the lines that came too late.
 
 The report goes to REPORT_PATH as JSON, rewritten as the run goes (at step
 boundaries and from a timer, at most once a second) so a hang or a crash loses little;
@@ -16,7 +18,6 @@ stdout and stderr are its own.
 
 from __future__ import annotations
 
-import ast
 import faulthandler
 import importlib.abc
 import importlib.machinery
@@ -29,9 +30,14 @@ import threading
 import time
 import traceback
 from contextlib import ExitStack
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from mpslint.analysis.load_time_env import IMPORT, MPS_VARIABLES
+from mpslint.verify import envwatch
 
 FALLBACK_VARIABLE = "PYTORCH_ENABLE_MPS_FALLBACK"
+# The variables PyTorch reads while ``import torch`` loads; the others it reads when their subsystem first runs.
+LOADED_WITH_TORCH = tuple(v.name for v in MPS_VARIABLES.values() if v.read == IMPORT)
 WRITE_EVERY_S = 1.0
 
 
@@ -96,25 +102,26 @@ class _AfterTorch(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.ready()
 
 
-def fallback_setting(script: str, initial: Optional[str], at_import: Optional[str], source: str) -> Dict[str, Any]:
-    """Which value of the fallback switch torch saw, and where it came from."""
-    from mpslint.analysis import load_time_env
+def fallback_setting(initial: Optional[str], at_import: Optional[str], source: str,
+                     decided_by: Optional[Tuple[Optional[str], Optional[int]]]) -> Dict[str, Any]:
+    """Which value of the fallback switch torch saw, and where it came from.
 
+    ``decided_by`` is where the script's last write before the import ran (file, line), or None.
+    """
     setting: Dict[str, Any] = {"value": at_import, "enabled": _enabled(at_import), "source": source, "row": None,
-                               "ignored_rows": []}
-    try:
-        with open(script, "rb") as handle:
-            report = load_time_env.assignments(ast.parse(handle.read()))
-    except (OSError, SyntaxError, ValueError):
-        return setting
-    _, decided_by = load_time_env.effective_value(report, FALLBACK_VARIABLE, initial)
-    if at_import != initial:
+                               "filename": None}
+    if decided_by is not None or at_import != initial:
         setting["source"] = "script"
         if decided_by is not None:
-            setting["row"] = decided_by.line
-    setting["ignored_rows"] = [w.line for w in report.writes
-                               if w.name == FALLBACK_VARIABLE and not w.before_torch_import]
+            setting["filename"], setting["row"] = decided_by
     return setting
+
+
+def env_writes(watch: envwatch.EnvWatch, is_user_file: Callable[[str], bool]) -> List[Dict[str, Any]]:
+    """The script's writes of the variables torch reads while it loads, where they ran and whether torch had loaded."""
+    return [dict(zip(("filename", "row"), envwatch.innermost(w.frames, is_user_file)), name=w.name, value=w.value,
+                 enables=_enabled(w.value), after_import=w.after_import)
+            for w in watch.writes]
 
 
 def _enabled(value: Optional[str]) -> bool:
@@ -135,6 +142,7 @@ def main(argv: List[str]) -> int:
     pid = os.getpid()
     state: Dict[str, Any] = {"recorder": None, "oracle": None, "last_write": 0.0}
     initial = os.environ.get(FALLBACK_VARIABLE)
+    watch = envwatch.EnvWatch(LOADED_WITH_TORCH)
     fault_path = report_path + ".fault"
     fault_file = open(fault_path, "w")
     ours = not faulthandler.is_enabled()  # (a test harness may run us in a process that has its own)
@@ -161,6 +169,8 @@ def main(argv: List[str]) -> int:
             result["ops_on_device"] = recorder.ops_on_device
             result["warned_fallbacks"] = dict(recorder.warned_fallbacks)
             result["compile_calls"] = [list(w) for w in recorder.compile_calls]
+            result["env_writes"] = env_writes(watch, recorder.is_user_file)
+            result["unimplemented"] = recorder.raised_json()
             if state["oracle"] is not None:
                 explicit = state["oracle"].table.explicit_cpu_fallbacks
                 result["explicit_fallbacks"] = sorted(
@@ -197,7 +207,7 @@ def main(argv: List[str]) -> int:
 
     def ready() -> None:
         try:
-            _set_up(script, options, result, state, stack, initial, on_tick)
+            _set_up(script, options, result, state, stack, initial, on_tick, watch)
         except (_NoDevice, _SetupFailed, KeyboardInterrupt):
             raise
         except BaseException:
@@ -206,6 +216,7 @@ def main(argv: List[str]) -> int:
             raise _SetupFailed()
         write()
 
+    watch.install()  # before the script's first line, undone below
     try:
         if "torch" in sys.modules:  # imported before us (a sitecustomize): too late to wait for the script's import
             ready()
@@ -226,13 +237,16 @@ def main(argv: List[str]) -> int:
         write(final=True)
         return 2
     finally:
+        watch.remove()
         if ours:
             faulthandler.disable()
         fault_file.close()
 
 
 def _set_up(script: str, options: Dict[str, Any], result: Dict[str, Any], state: Dict[str, Any], stack: ExitStack,
-            initial: Optional[str], on_tick: Callable[[], None]) -> None:
+            initial: Optional[str], on_tick: Callable[[], None], watch: envwatch.EnvWatch) -> None:
+    at_import = os.environ.get(FALLBACK_VARIABLE)  # what torch read while it loaded, just now
+    watch.torch_imported = True
     import torch
 
     result["torch_imported"] = True
@@ -246,8 +260,6 @@ def _set_up(script: str, options: Dict[str, Any], result: Dict[str, Any], state:
         raise _SetupFailed()
     if not simulate and not torch.backends.mps.is_available():
         raise _NoDevice()
-    at_import = os.environ.get(FALLBACK_VARIABLE)
-    result["fallback"] = fallback_setting(script, initial, at_import, options.get("fallback_source", "environment"))
     torch.set_warn_always(True)  # every fallback warns, not only the first (TORCH_WARN_ONCE otherwise)
 
     from mpslint.verify import probe
@@ -255,6 +267,11 @@ def _set_up(script: str, options: Dict[str, Any], result: Dict[str, Any], state:
 
     recorder = probe.Recorder(script)
     recorder.on_tick = on_tick
+    recorder.fallback_write = lambda: watch.in_force(FALLBACK_VARIABLE)
+    decisive = watch.last_before_import(FALLBACK_VARIABLE)
+    result["fallback"] = fallback_setting(
+        initial, at_import, options.get("fallback_source", "environment"),
+        envwatch.innermost(decisive.frames, recorder.is_user_file) if decisive is not None else None)
     state["recorder"] = recorder
     oracle = KernelOracle()
     state["oracle"] = oracle

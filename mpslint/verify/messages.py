@@ -108,6 +108,12 @@ def fallback_op(message: str) -> Optional[str]:
     return match.group("op") if match else None
 
 
+def unimplemented_op(message: str) -> Optional[str]:
+    """The op named by a missing-kernel NotImplementedError, or None for any other error."""
+    match = NOT_IMPLEMENTED_RE.search(message)
+    return match.group("op") if match else None
+
+
 def error_kind(type_name: str, message: str) -> Optional[str]:
     """Which MPS problem an exception is: "unimplemented", "float64", "dtype", "restriction", "device-mismatch",
     "numpy" or None."""

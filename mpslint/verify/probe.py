@@ -87,8 +87,12 @@ class Recorder:
         self.table_fallbacks: Set[str] = set()  # ops decided as CPU fallbacks (table or simulator)
         self.warned_fallbacks: Dict[str, int] = {}  # ops named by fallback warnings that surfaced
         self.compile_calls: List[Where] = []
+        # Missing-kernel NotImplementedErrors: (op, file, line, the fallback switch's write in force) -> count.
+        self.raised: Dict[Tuple[str, Optional[str], Optional[int], Optional[int]], int] = {}
         self._user: Dict[str, bool] = {}
         self.on_tick: Optional[Callable[[], None]] = None
+        # Which write of PYTORCH_ENABLE_MPS_FALLBACK set its value in os.environ now (the child's EnvWatch).
+        self.fallback_write: Callable[[], Optional[int]] = lambda: None
 
     # -- where -------------------------------------------------------------
     def is_user_file(self, filename: str) -> bool:
@@ -150,6 +154,11 @@ class Recorder:
         if op not in self.table_fallbacks:
             self.record("fallback", op, self.locate(frame)[0])
 
+    def unimplemented(self, op: str) -> None:
+        """An op without an MPS kernel raised: with the switch's write in force then, a late one shows it was ignored."""
+        key = (op,) + self.locate(sys._getframe(1))[0] + (self.fallback_write(),)
+        self.raised[key] = self.raised.get(key, 0) + 1
+
     def tick(self, clock: str) -> None:
         self.clocks[clock] += 1
         if self.on_tick is not None:
@@ -161,6 +170,10 @@ class Recorder:
              "by_design": entry["by_design"], "steps": {name: sorted(steps) for name, steps in entry["steps"].items()}}
             for (kind, key, filename, row), entry in list(self.events.items())
         ]
+
+    def raised_json(self) -> List[Dict[str, Any]]:
+        return [{"op": op, "filename": filename, "row": row, "count": count, "fallback_write": write}
+                for (op, filename, row, write), count in list(self.raised.items())]
 
 
 def sync_kind(func: Any, args: tuple, kwargs: Dict[str, Any], on_device: Callable[[Any], bool]) -> Optional[str]:
@@ -229,16 +242,24 @@ class ProbeMode(TorchDispatchMode):
         kind = sync_kind(func, args, kwargs, self.on_device)
         if kind is not None:
             recorder.record("sync", kind)
-        if on_device and self.oracle is not None:
-            decision = self.oracle.decide(func)
-            if decision.kind == EXPLICIT_FALLBACK or (decision.kind == MISSING and self.fallback):
-                recorder.fallback(decision.op)
-            elif decision.kind == COMPOSITE:
-                # Its kernel is what the device runs too; its ops are where a fallback may hide.
-                with ProbeMode(recorder, oracle=self.oracle, fallback=self.fallback, device=self.device,
-                               nested=True):
-                    return func._op_dk(decision.key, *args, **kwargs)
-        return func(*args, **kwargs)
+        try:
+            if on_device and self.oracle is not None:
+                decision = self.oracle.decide(func)
+                if decision.kind == EXPLICIT_FALLBACK or (decision.kind == MISSING and self.fallback):
+                    recorder.fallback(decision.op)
+                elif decision.kind == COMPOSITE:
+                    # Its kernel is what the device runs too; its ops are where a fallback may hide.
+                    with ProbeMode(recorder, oracle=self.oracle, fallback=self.fallback, device=self.device,
+                                   nested=True):
+                        return func._op_dk(decision.key, *args, **kwargs)
+            return func(*args, **kwargs)
+        except NotImplementedError as exc:
+            # Seen as it is raised, so a script that catches it (and runs the op on the CPU) is seen too;
+            # the outermost mode records it once.
+            op = None if self.nested else messages.unimplemented_op(str(exc))
+            if op is not None:
+                recorder.unimplemented(op)
+            raise
 
 
 def _names_device(value: Any, device: str) -> bool:

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
 
+from mpslint.catalog import DOCS_URL
 from mpslint.verify import messages
 from mpslint.verify.launcher import Options, Run
 
@@ -31,6 +32,17 @@ CONFIRMED_BY: Dict[str, Set[str]] = {
     "MPS502": {"fallback"},
     "MPS503": {"error"},
     "MPS504": {"error"},
+    "MPS505": {"set-too-late"},  # an op without a kernel raised although this line had set the fallback switch
+}
+
+# The static rule about a variable set after torch read it (rules/MPS505.md).
+SET_TOO_LATE = "MPS505"
+# Why a write after the import could not be shown to have no effect in this run (see _set_after_import).
+NOT_CONFIRMED = {
+    "fallback-on": "torch loaded with the fallback already on{source}: ops without an MPS kernel run on the CPU "
+                   "whatever this line sets{hint}",
+    "no-missing-kernel": "no op without an MPS kernel ran while the value it set was in force",
+    "does-not-enable": "its value does not turn the fallback on, so no op can show it",
 }
 
 ADVICE = {
@@ -135,8 +147,9 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
                        "placement guarded by CUDA availability (torch.cuda.is_available(), or a flag set from it), "
                        "which is False on a Mac; choose the device with torch.backends.mps.is_available() too")
     failed = bool(reasons)
-    statuses = cross_reference(static or [], dict(raw, script_name=script), errors, fallbacks, syncs)
     fallback = raw.get("fallback")
+    late = _set_after_import(raw, script, fallback)
+    statuses = cross_reference(static or [], dict(raw, script_name=script), errors, fallbacks, syncs, late)
     report = {
         "script": script,
         "device": "mps" if on_device else None,
@@ -148,10 +161,11 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
         "duration_s": raw.get("duration_s", run.duration_s),
         "ops": ops,
         "ops_on_device": on_device,
-        "fallback_setting": _fallback_setting(fallback),
+        "fallback_setting": _fallback_setting(fallback, script),
         "fallbacks": fallbacks,
         "syncs": syncs,
         "errors": errors,
+        "set_after_import": late,
         "static": statuses,
     }
     notes.extend(_notes(raw, script, fallback, fallbacks))
@@ -161,11 +175,74 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
     return Verdict(report, 1 if failed else 0, notes, clock, total)
 
 
-def _fallback_setting(fallback: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+def _fallback_setting(fallback: Optional[Dict[str, Any]], script: str) -> Optional[Dict[str, Any]]:
     if not fallback:
         return None
+    location = _location(script, fallback.get("row"), fallback.get("filename"))
     return {"enabled": fallback["enabled"], "value": fallback["value"], "source": fallback["source"],
-            "row": fallback.get("row")}
+            "row": location["row"] if location and location["filename"] == script else None}
+
+
+def _set_after_import(raw: Dict[str, Any], script: str,
+                      fallback: Optional[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Each line that set a variable after torch had read it, and whether this run showed that it had no effect.
+
+    Confirmed: an op without an MPS kernel raised NotImplementedError while
+    the variable was on in ``os.environ`` without a break since this line
+    turned it on. A removal is left out, as the static rule leaves it.
+    """
+    writes = raw.get("env_writes", [])
+    events = raw.get("unimplemented", [])
+    confirmed_by: Dict[int, List[int]] = {}  # write index -> the raises (indices in events) it was in force for
+    for number, event in enumerate(events):
+        index = event["fallback_write"]
+        name = writes[index]["name"] if index is not None and index < len(writes) else None
+        while index is not None and index >= 0:
+            write = writes[index]
+            if write["name"] == name:
+                if not (write["after_import"] and write["enables"]):
+                    break
+                confirmed_by.setdefault(index, []).append(number)
+            index -= 1
+    by_line: Dict[tuple, Dict[str, Any]] = {}
+    for index, write in enumerate(writes):
+        if not write["after_import"] or write["value"] is None:
+            continue
+        location = _location(script, write["row"], write["filename"])
+        entry = by_line.get((write["name"], write["filename"], write["row"]))
+        if entry is None:
+            entry = by_line[(write["name"], write["filename"], write["row"])] = {
+                "variable": write["name"], "value": write["value"], "location": location, "rule": SET_TOO_LATE,
+                "url": DOCS_URL.format(code=SET_TOO_LATE), "status": "unconfirmed", "reason": None, "raised": [],
+                "_enables": False, "_events": set()}
+        entry["value"] = write["value"]  # the line's last value
+        entry["_enables"] = entry["_enables"] or write["enables"]
+        entry["_events"].update(confirmed_by.get(index, []))  # a line run in a loop: each raise once
+    late = []
+    for entry in by_line.values():
+        enables = entry.pop("_enables")
+        for number in sorted(entry.pop("_events")):
+            event = events[number]
+            _add_raised(entry["raised"], event["op"], event["count"],
+                        _location(script, event["row"], event["filename"]))
+        if entry["raised"]:
+            entry["status"] = "confirmed"
+        elif fallback and fallback["enabled"]:
+            entry["reason"] = "fallback-on"
+        elif not enables:
+            entry["reason"] = "does-not-enable"
+        else:
+            entry["reason"] = "no-missing-kernel"
+        late.append(entry)
+    return late
+
+
+def _add_raised(raised: List[Dict[str, Any]], op: str, count: int, location: Optional[Dict[str, Any]]) -> None:
+    for item in raised:
+        if item["op"] == op and item["location"] == location:
+            item["count"] += count
+            return
+    raised.append({"op": op, "count": count, "location": location})
 
 
 def _notes(raw: Dict[str, Any], script: str, fallback: Optional[Dict[str, Any]],
@@ -173,14 +250,11 @@ def _notes(raw: Dict[str, Any], script: str, fallback: Optional[Dict[str, Any]],
     notes = []
     if fallback:
         state = "on" if fallback["enabled"] else "off"
-        where = f"{script}:{fallback['row']}" if fallback.get("row") else fallback["source"]
+        decided_at = _location(script, fallback.get("row"), fallback.get("filename"))
+        where = _where(decided_at, script) if decided_at else fallback["source"]
         value = "unset" if fallback["value"] is None else f"={fallback['value']}"
         notes.append(f"PYTORCH_ENABLE_MPS_FALLBACK{value if value != 'unset' else ' unset'} when torch was imported "
                      f"(from {where}): CPU fallback {state}")
-        for row in fallback.get("ignored_rows", []):
-            notes.append(f"{script}:{row} sets PYTORCH_ENABLE_MPS_FALLBACK after torch is imported: it has no "
-                         "effect, PyTorch reads it once while torch loads "
-                         "(https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/mps/MPSFallback.mm)")
         missing = [f for f in fallbacks if f["without_fallback"] == "NotImplementedError"]
         if fallback["enabled"] and missing and fallback.get("source") != "script":
             first = missing[0]
@@ -243,7 +317,8 @@ def static_findings(script: str) -> List[Dict[str, Any]]:
 
 
 def cross_reference(findings: Iterable[Dict[str, Any]], raw: Dict[str, Any], errors: List[Dict[str, Any]],
-                    fallbacks: List[Dict[str, Any]], syncs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+                    fallbacks: List[Dict[str, Any]], syncs: List[Dict[str, Any]],
+                    late: Sequence[Dict[str, Any]] = ()) -> List[Dict[str, Any]]:
     """confirmed: a matching event on the finding's lines; not-reached: none of its lines ran; else not-observed."""
     observed: Dict[int, Set[str]] = {}
 
@@ -260,6 +335,11 @@ def cross_reference(findings: Iterable[Dict[str, Any]], raw: Dict[str, Any], err
         add(fallback["location"], {"fallback"})
     for sync in syncs:
         add(sync["location"], {f"sync:{sync['kind']}"})
+    for write in late:
+        if write["status"] == "confirmed":
+            add(write["location"], {"set-too-late"})
+    for event in raw.get("unimplemented", []):  # raised where seen, also when the script caught it
+        add(_location(script, event["row"], event["filename"]) if script else None, {"error:unimplemented"})
     ran = set(raw.get("lines", []))
     statuses = []
     for finding in findings:
@@ -300,6 +380,7 @@ def render_text(verdict: Verdict) -> str:
         for f in r["fallbacks"]:
             lines.append(f"  {loc(f['location'])}: {f['op']} ran on the CPU {_times(f['count'])}")
             lines.append(f"    advice: {ADVICE['fallback']}")
+    late = r.get("set_after_import", [])
     if r["errors"]:
         lines.append("errors:")
         for e in r["errors"]:
@@ -307,6 +388,23 @@ def render_text(verdict: Verdict) -> str:
             kind = messages.error_kind(e["type"], e["message"])
             if kind:
                 lines.append(f"    advice: {ADVICE[kind]}")
+            op = messages.unimplemented_op(e["message"])
+            for w in late:
+                if any(x["op"] == op and x["location"] == e["location"] for x in w["raised"]):
+                    lines.append(f"    cause: {loc(w['location'])} sets {w['variable']} after torch was imported "
+                                 f"({w['rule']}, below)")
+    if late:
+        lines.append("set after torch was imported:")
+        for w in late:
+            lines.append(f"  {loc(w['location'])}: {w['variable']}={w['value']} is set after torch was imported: "
+                         "PyTorch read it once, while torch loaded, so this line has no effect")
+            for x in w["raised"]:
+                lines.append(f"    confirmed: {x['op']} still raised NotImplementedError at {loc(x['location'])} "
+                             f"{_times(x['count'])}")
+            if w["reason"]:
+                lines.append(f"    not confirmed in this run: {_not_confirmed(w['reason'], r)}")
+            lines.append(f"    {w['rule']}: set it before the first torch import, or where Python starts "
+                         f"({w['variable']}={w['value']} python {r['script']}); {w['url']}")
     hot = [s for s in r["syncs"] if s["hot"]]
     if hot:
         lines.append("hot host syncs (in most steps):")
@@ -322,6 +420,16 @@ def render_text(verdict: Verdict) -> str:
     for note in verdict.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)
+
+
+def _not_confirmed(reason: str, r: Dict[str, Any]) -> str:
+    setting = r.get("fallback_setting") or {}
+    if setting.get("source") == "script":
+        source = f" (set by {r['script']}:{setting['row']})" if setting.get("row") else " (set by the script)"
+        hint = ""
+    else:  # mpslint verify's default
+        source, hint = "", "; run with --no-fallback to see them raise"
+    return NOT_CONFIRMED[reason].format(source=source, hint=hint)
 
 
 def _times(count: int) -> str:
