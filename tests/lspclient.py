@@ -15,7 +15,7 @@ import functools
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
@@ -46,6 +46,9 @@ CAPABILITIES = lsp.ClientCapabilities(
         workspace_edit=lsp.WorkspaceEditClientCapabilities(document_changes=True),
         workspace_folders=True,
     ),
+    notebook_document=lsp.NotebookDocumentClientCapabilities(
+        synchronization=lsp.NotebookDocumentSyncClientCapabilities(execution_summary_support=True)
+    ),
     text_document=lsp.TextDocumentClientCapabilities(
         synchronization=lsp.TextDocumentSyncClientCapabilities(did_save=True),
         publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(version_support=True),
@@ -67,6 +70,19 @@ DEFAULT_COMMAND = [sys.executable, "-m", "mpslint", "server"]
 
 # An editor that supports none of the optional features (the plainest client).
 PLAIN_CAPABILITIES = lsp.ClientCapabilities()
+
+CODE = lsp.NotebookCellKind.Code
+MARKUP = lsp.NotebookCellKind.Markup
+# A cell as a test gives it: (kind, language, text).
+CellSpec = Tuple[lsp.NotebookCellKind, str, str]
+
+
+def code(text: str, language: str = "python") -> CellSpec:
+    return (CODE, language, text)
+
+
+def markdown(text: str) -> CellSpec:
+    return (MARKUP, "markdown", text)
 
 
 class Session:
@@ -97,6 +113,10 @@ class Session:
         self.configuration_requests = 0
         self.texts: Dict[str, str] = {}
         self.versions: Dict[str, int] = {}
+        self.notebooks: Dict[str, List[str]] = {}  # notebook URI -> its cells' URIs, in order
+        self.notebook_versions: Dict[str, int] = {}
+        self.cell_kinds: Dict[str, lsp.NotebookCellKind] = {}
+        self._cells_made = 0
         self.stderr = bytearray()
         self.initialize_result: Optional[lsp.InitializeResult] = None
         self._changed = asyncio.Condition()
@@ -251,6 +271,169 @@ class Session:
 
     def close(self, uri: str) -> None:
         self.client.text_document_did_close(lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+
+    # -- notebooks (LSP 3.17 notebook document sync, as VS Code's client sends it) ----------------------------
+
+    def _cell(self, notebook_uri: str, spec: CellSpec) -> Tuple[lsp.NotebookCell, lsp.TextDocumentItem]:
+        kind, language, text = spec
+        self._cells_made += 1
+        # VS Code's form: the notebook's path and a fragment naming the cell.
+        uri = "vscode-notebook-cell:" + notebook_uri.split(":", 1)[1] + f"#C{self._cells_made}"
+        self.texts[uri] = text
+        self.versions[uri] = 1
+        self.cell_kinds[uri] = kind
+        return lsp.NotebookCell(kind=kind, document=uri), lsp.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)
+
+    def open_notebook(self, path: Path, cells: Sequence[CellSpec]) -> Tuple[str, List[str]]:
+        """Open a notebook of these cells; its URI and its cells' URIs."""
+        uri = uri_of(path) if path.is_absolute() else uri_of(self.root / path)
+        made = [self._cell(uri, spec) for spec in cells]
+        self.notebooks[uri] = [cell.document for cell, _ in made]
+        self.notebook_versions[uri] = 1
+        self.client.notebook_document_did_open(
+            lsp.DidOpenNotebookDocumentParams(
+                notebook_document=lsp.NotebookDocument(
+                    uri=uri, notebook_type="jupyter-notebook", version=1, cells=[cell for cell, _ in made],
+                    metadata={"language_info": {"name": "python"}},
+                ),
+                cell_text_documents=[item for _, item in made],
+            )
+        )
+        return uri, list(self.notebooks[uri])
+
+    def _notebook_changed(self, uri: str, change: lsp.NotebookDocumentChangeEvent) -> None:
+        self.notebook_versions[uri] += 1
+        self.client.notebook_document_did_change(
+            lsp.DidChangeNotebookDocumentParams(
+                notebook_document=lsp.VersionedNotebookDocumentIdentifier(uri=uri, version=self.notebook_versions[uri]),
+                change=change,
+            )
+        )
+
+    def notebook_of(self, cell_uri: str) -> str:
+        return next(uri for uri, cells in self.notebooks.items() if cell_uri in cells)
+
+    def edit_cell(self, cell_uri: str, start: Tuple[int, int], end: Tuple[int, int], new_text: str) -> int:
+        """An incremental change of one cell's text; the cell's new version."""
+        self.versions[cell_uri] += 1
+        rng = lsp.Range(start=lsp.Position(*start), end=lsp.Position(*end))
+        self.texts[cell_uri] = apply_text_edits(self.texts[cell_uri], [lsp.TextEdit(range=rng, new_text=new_text)])
+        self._notebook_changed(
+            self.notebook_of(cell_uri),
+            lsp.NotebookDocumentChangeEvent(
+                cells=lsp.NotebookDocumentCellChanges(
+                    text_content=[
+                        lsp.NotebookDocumentCellContentChanges(
+                            document=lsp.VersionedTextDocumentIdentifier(uri=cell_uri, version=self.versions[cell_uri]),
+                            changes=[lsp.TextDocumentContentChangePartial(range=rng, text=new_text)],
+                        )
+                    ]
+                )
+            ),
+        )
+        return self.versions[cell_uri]
+
+    def replace_cell(self, cell_uri: str, text: str) -> int:
+        self.versions[cell_uri] += 1
+        self.texts[cell_uri] = text
+        self._notebook_changed(
+            self.notebook_of(cell_uri),
+            lsp.NotebookDocumentChangeEvent(
+                cells=lsp.NotebookDocumentCellChanges(
+                    text_content=[
+                        lsp.NotebookDocumentCellContentChanges(
+                            document=lsp.VersionedTextDocumentIdentifier(uri=cell_uri, version=self.versions[cell_uri]),
+                            changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)],
+                        )
+                    ]
+                )
+            ),
+        )
+        return self.versions[cell_uri]
+
+    def insert_cells(self, uri: str, index: int, cells: Sequence[CellSpec]) -> List[str]:
+        """Insert cells before position ``index``; their URIs."""
+        made = [self._cell(uri, spec) for spec in cells]
+        self.notebooks[uri][index:index] = [cell.document for cell, _ in made]
+        self._notebook_changed(
+            uri,
+            lsp.NotebookDocumentChangeEvent(
+                cells=lsp.NotebookDocumentCellChanges(
+                    structure=lsp.NotebookDocumentCellChangeStructure(
+                        array=lsp.NotebookCellArrayChange(start=index, delete_count=0, cells=[cell for cell, _ in made]),
+                        did_open=[item for _, item in made],
+                    )
+                )
+            ),
+        )
+        return [cell.document for cell, _ in made]
+
+    def delete_cells(self, uri: str, index: int, count: int = 1) -> List[str]:
+        gone = self.notebooks[uri][index:index + count]
+        del self.notebooks[uri][index:index + count]
+        self._notebook_changed(
+            uri,
+            lsp.NotebookDocumentChangeEvent(
+                cells=lsp.NotebookDocumentCellChanges(
+                    structure=lsp.NotebookDocumentCellChangeStructure(
+                        array=lsp.NotebookCellArrayChange(start=index, delete_count=count),
+                        did_close=[lsp.TextDocumentIdentifier(uri=cell) for cell in gone],
+                    )
+                )
+            ),
+        )
+        return gone
+
+    def move_cell(self, uri: str, index: int, to: int) -> None:
+        """Move a cell as VS Code's client reports it: deleted and inserted again, its text document left open."""
+        cells = self.notebooks[uri]
+        cell = cells.pop(index)
+        cells.insert(to, cell)
+        kinds = [lsp.NotebookCell(kind=self.cell_kinds[c], document=c) for c in cells]
+        low, high = min(index, to), max(index, to)
+        self._notebook_changed(
+            uri,
+            lsp.NotebookDocumentChangeEvent(
+                cells=lsp.NotebookDocumentCellChanges(
+                    structure=lsp.NotebookDocumentCellChangeStructure(
+                        array=lsp.NotebookCellArrayChange(start=low, delete_count=high - low + 1, cells=kinds[low:high + 1]),
+                    )
+                )
+            ),
+        )
+
+    def run_cell(self, cell_uri: str, order: int) -> None:
+        """What running a cell sends: its execution summary and metadata, and the notebook's metadata."""
+        self._notebook_changed(
+            self.notebook_of(cell_uri),
+            lsp.NotebookDocumentChangeEvent(
+                metadata={"language_info": {"name": "python", "version": "3.11.7"}},
+                cells=lsp.NotebookDocumentCellChanges(
+                    data=[
+                        lsp.NotebookCell(
+                            kind=self.cell_kinds[cell_uri],
+                            document=cell_uri,
+                            metadata={"execution": {"iopub.status.idle": "2026-01-01T00:00:00Z"}},
+                            execution_summary=lsp.ExecutionSummary(execution_order=order, success=True),
+                        )
+                    ]
+                ),
+            ),
+        )
+
+    def save_notebook(self, uri: str) -> None:
+        self.client.notebook_document_did_save(
+            lsp.DidSaveNotebookDocumentParams(notebook_document=lsp.NotebookDocumentIdentifier(uri=uri))
+        )
+
+    def close_notebook(self, uri: str) -> None:
+        cells = self.notebooks.pop(uri)
+        self.client.notebook_document_did_close(
+            lsp.DidCloseNotebookDocumentParams(
+                notebook_document=lsp.NotebookDocumentIdentifier(uri=uri),
+                cell_text_documents=[lsp.TextDocumentIdentifier(uri=cell) for cell in cells],
+            )
+        )
 
     def files_changed(self, *paths: Path) -> None:
         self.client.workspace_did_change_watched_files(

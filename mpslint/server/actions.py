@@ -15,24 +15,34 @@ new habits:
   Clients that resolve code actions get its edit on ``codeAction/resolve``,
   the others with the list.
 
-Edits are versioned (``documentChanges``) when the client supports it, so an
-edit computed for text that has changed since is refused by the client
-instead of landing in the wrong place.
+In a notebook cell the same actions edit the cells they concern: a fix that
+defines the device picker in the cell of the imports edits that cell too, and
+fix-all edits every cell ``mpslint --fix`` would change in the ``.ipynb``. Its
+kind there is ``notebook.source.fixAll.mpslint``, not ``source.fixAll``:
+VS Code asks for ``source.fixAll`` (``editor.codeActionsOnSave``) of every
+cell at once and would apply a whole-notebook edit once per cell; it asks
+for ``notebook.source.fixAll`` (``notebook.codeActionsOnSave``) once per
+notebook. Ruff's server makes the same split.
+
+Edits are versioned (``documentChanges``, each cell with its own version)
+when the client supports it, so an edit computed for text that has changed
+since is refused by the client instead of landing in the wrong place.
 """
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from lsprotocol import types as lsp
 
-from mpslint.diagnostic import Applicability, Diagnostic
+from mpslint.diagnostic import Applicability, Diagnostic, Edit
 from mpslint.server.documents import Change
 from mpslint.server.findings import to_lsp
 from mpslint.server.noqa import noqa_edit
-from mpslint.server.targets import Checked, TextTarget
+from mpslint.server.targets import Checked, Part
 
 FIX_ALL_KIND = "source.fixAll.mpslint"
+NOTEBOOK_FIX_ALL_KIND = "notebook.source.fixAll.mpslint"
 FIX_ALL_TITLE = "mpslint: Fix all auto-fixable problems"
 # Checks that never suppress: a file that does not parse, and mpslint's own failures.
 UNSUPPRESSIBLE = ("MPS000", "MPS900")
@@ -51,53 +61,75 @@ def applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
 
 
 class ActionBuilder:
-    """Builds the actions for one request against one checked snapshot."""
+    """Builds the actions for one request against one checked snapshot of a target (a file or a notebook)."""
 
     def __init__(
         self,
-        target: TextTarget,
+        key: str,
         checked: Checked,
         encoding: str,
         *,
+        notebook: bool,
         unsafe: bool,
         versioned: bool,
-        version: int,
     ) -> None:
-        self.target = target
+        self.key = key
         self.checked = checked
         self.encoding = encoding
+        self.notebook = notebook
         self.unsafe = unsafe
         self.versioned = versioned
-        self.version = version
 
-    def workspace_edit(self, changes: List[Change]) -> lsp.WorkspaceEdit:
-        by_uri = self.target.text_edits(changes, self.checked, self.encoding)
+    @property
+    def fix_all_kind(self) -> str:
+        return NOTEBOOK_FIX_ALL_KIND if self.notebook else FIX_ALL_KIND
+
+    def workspace_edit(self, changes: List[Tuple[Part, Change]]) -> lsp.WorkspaceEdit:
+        """The changes as edits of their documents, in document order (a notebook's cells in theirs)."""
+        by_uri: Dict[str, List[lsp.TextEdit]] = {}
+        parts: Dict[str, Part] = {}
+        for part, change in changes:
+            snapshot = part.snapshot
+            start, end = snapshot.position(change.start, self.encoding), snapshot.position(change.end, self.encoding)
+            by_uri.setdefault(part.uri, []).append(lsp.TextEdit(range=lsp.Range(start=start, end=end), new_text=change.text))
+            parts[part.uri] = part
+        order = [p.uri for p in self.checked.parts if p.uri in by_uri]
         if self.versioned:
             return lsp.WorkspaceEdit(
                 document_changes=[
                     lsp.TextDocumentEdit(
-                        text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=uri, version=self.version),
-                        edits=edits,
+                        text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=uri, version=parts[uri].version),
+                        edits=by_uri[uri],
                     )
-                    for uri, edits in by_uri.items()
+                    for uri in order
                 ]
             )
-        return lsp.WorkspaceEdit(changes=by_uri)
+        return lsp.WorkspaceEdit(changes={uri: by_uri[uri] for uri in order})
 
-    def in_range(self, uri: str, rng: lsp.Range) -> List[Diagnostic]:
-        """The findings that touch the requested range."""
-        start = self.target.offset(uri, rng.start, self.checked, self.encoding)
-        end = self.target.offset(uri, rng.end, self.checked, self.encoding)
+    def change(self, edit: Edit) -> Tuple[Part, Change]:
+        part = self.checked.part_of_edit(edit)
+        return part, part.snapshot.change(edit)
+
+    def lsp_diagnostic(self, diagnostic: Diagnostic) -> lsp.Diagnostic:
+        return to_lsp(diagnostic, self.checked.part_of(diagnostic).snapshot, self.encoding)
+
+    def in_range(self, part: Part, rng: lsp.Range) -> List[Diagnostic]:
+        """The findings of ``part`` that touch the requested range."""
+        start = part.snapshot.offset(rng.start, self.encoding)
+        end = part.snapshot.offset(rng.end, self.encoding)
         found = []
-        for diagnostic in self.checked.diagnostics:
+        for diagnostic in self.checked.on(part):
             first, last = self.checked.span(diagnostic)
             if first <= end and start <= last:
                 found.append(diagnostic)
         return found
 
     def actions(self, uri: str, rng: lsp.Range, only: Optional[Sequence[str]]) -> List[lsp.CodeAction]:
+        part = self.checked.part(uri)
+        if part is None:
+            return []
         actions: List[lsp.CodeAction] = []
-        here = self.in_range(uri, rng)
+        here = self.in_range(part, rng)
         if kind_wanted(lsp.CodeActionKind.QuickFix, only):
             for diagnostic in here:
                 if applicable(diagnostic, self.unsafe):
@@ -108,8 +140,8 @@ class ActionBuilder:
                     actions.append(action)
         fixable = [d for d in self.checked.diagnostics if applicable(d, self.unsafe)]
         if fixable:
-            if kind_wanted(FIX_ALL_KIND, only):
-                actions.append(self.fix_all_action(FIX_ALL_KIND))
+            if kind_wanted(self.fix_all_kind, only):
+                actions.append(self.fix_all_action(self.fix_all_kind))
             if len(fixable) > 1 and any(d in fixable for d in here) and kind_wanted(lsp.CodeActionKind.QuickFix, only):
                 actions.append(self.fix_all_action(lsp.CodeActionKind.QuickFix))
         return actions
@@ -118,26 +150,26 @@ class ActionBuilder:
         fix = diagnostic.fix
         assert fix is not None
         unsafe = fix.applicability is Applicability.UNSAFE
-        changes = [self.checked.snapshot.change(edit) for edit in fix.edits]
         return lsp.CodeAction(
             title=f"mpslint ({diagnostic.code}): {fix.message}" + (" (unsafe)" if unsafe else ""),
             kind=lsp.CodeActionKind.QuickFix,
-            diagnostics=[to_lsp(diagnostic, self.checked.snapshot, self.encoding)],
+            diagnostics=[self.lsp_diagnostic(diagnostic)],
             is_preferred=not unsafe,
-            edit=self.workspace_edit(changes),
+            edit=self.workspace_edit([self.change(edit) for edit in fix.edits]),
         )
 
     def noqa_action(self, diagnostic: Diagnostic) -> Optional[lsp.CodeAction]:
         if diagnostic.code in UNSUPPRESSIBLE:
             return None
-        edit = noqa_edit(diagnostic, self.checked.comments(), lambda row: self.target.line(self.checked, row))
+        part = self.checked.part_of(diagnostic)
+        edit = noqa_edit(diagnostic, self.checked.comments(part), lambda row: part.snapshot.line(row - 1))
         if edit is None:
             return None
         return lsp.CodeAction(
             title=f"mpslint ({diagnostic.code}): Disable for this line",
             kind=lsp.CodeActionKind.QuickFix,
-            diagnostics=[to_lsp(diagnostic, self.checked.snapshot, self.encoding)],
-            edit=self.workspace_edit([self.checked.snapshot.change(edit)]),
+            diagnostics=[self.lsp_diagnostic(diagnostic)],
+            edit=self.workspace_edit([(part, part.snapshot.change(edit))]),
         )
 
     def fix_all_action(self, kind: str) -> lsp.CodeAction:
@@ -145,16 +177,22 @@ class ActionBuilder:
         return lsp.CodeAction(
             title=FIX_ALL_TITLE,
             kind=kind,
-            data={"uri": self.target.key, "version": self.version, "unsafe": self.unsafe},
+            data={"uri": self.key, "version": self.checked.version, "unsafe": self.unsafe},
         )
 
-    def fix_all_edit(self, fixed_text: str) -> Optional[lsp.WorkspaceEdit]:
-        change = self.checked.snapshot.difference(fixed_text)
-        return self.workspace_edit([change]) if change is not None else None
+    def fix_all_edit(self, fixed: Dict[str, str]) -> Optional[lsp.WorkspaceEdit]:
+        """The edit that turns each part into its fixed text (``fixed`` by URI; parts not in it stay)."""
+        changes = []
+        for part in self.checked.parts:
+            if part.uri in fixed:
+                change = part.snapshot.difference(fixed[part.uri])
+                if change is not None:
+                    changes.append((part, change))
+        return self.workspace_edit(changes) if changes else None
 
 
 def fix_all_request(action: lsp.CodeAction) -> Optional[Tuple[str, int, bool]]:
-    """(uri, version, unsafe) of a fix-all action this server made, else None."""
+    """(target key, version, unsafe) of a fix-all action this server made, else None."""
     data: Any = action.data
     if not isinstance(data, dict):
         return None

@@ -1,11 +1,11 @@
 """``mpslint server``: the Language Server Protocol over stdio, on pygls.
 
-The server process holds the open documents, resolves their settings, and
-talks to the editor; checks and fixes run in worker processes
-(``mpslint.server.pool``), scheduled per document by
-``mpslint.server.scheduler``. Nothing here parses Python: the event loop
-only moves text and findings, so a request never waits behind a parse it
-does not need.
+The server process holds the open documents and notebooks, resolves their
+settings, and talks to the editor; checks and fixes run in worker processes
+(``mpslint.server.pool``), scheduled per target (a file, or a notebook with
+all its cells) by ``mpslint.server.scheduler``. Nothing here parses Python:
+the event loop only moves text and findings, so a request never waits behind
+a parse it does not need.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple, Union
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -27,13 +27,15 @@ from mpslint import __version__
 from mpslint.config import Settings
 from mpslint.diagnostic import Diagnostic, Location
 from mpslint.server import settings as client_settings
-from mpslint.server.actions import FIX_ALL_KIND, ActionBuilder, fix_all_request
+from mpslint.server.actions import FIX_ALL_KIND, NOTEBOOK_FIX_ALL_KIND, ActionBuilder, fix_all_request
 from mpslint.server.documents import Document, Snapshot
+from mpslint.server.findings import to_lsp
 from mpslint.server.hover import code_at, hover_text, rule_text
+from mpslint.server.notebooks import OpenNotebook
 from mpslint.server.pool import JobFailed, Pool
 from mpslint.server.projects import Projects, is_config_file
 from mpslint.server.scheduler import Scheduler
-from mpslint.server.targets import Checked, TextTarget, is_python, path_of
+from mpslint.server.targets import Checked, NotebookTarget, Part, TextTarget, is_checked_notebook, is_python, path_of
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +44,15 @@ CONFIG_GLOBS = ("**/pyproject.toml", "**/mpslint.toml", "**/requirements*.txt")
 # How often config files are looked at when the client does not watch them (a few stat calls per open folder).
 CONFIG_POLL_SECONDS = 2.0
 INTERNAL_ERROR = "MPS900"
+# LSP 3.17 notebook document sync: Jupyter notebooks, with their Python cells (a client may send other cells too).
+NOTEBOOK_SYNC = lsp.NotebookDocumentSyncOptions(
+    notebook_selector=[
+        lsp.NotebookDocumentFilterWithNotebook(notebook="jupyter-notebook", cells=[lsp.NotebookCellLanguage(language="python")])
+    ],
+    save=True,
+)
+
+Target = Union[TextTarget, NotebookTarget]
 
 
 def default_workers() -> int:
@@ -56,16 +67,17 @@ def default_workers() -> int:
 
 @dataclass(frozen=True)
 class Job:
-    """One check: a snapshot of a target's text and the settings it is checked with (None: excluded)."""
+    """One check: a snapshot of a target's documents and the settings it is checked with (None: excluded)."""
 
     version: int
-    snapshot: Snapshot
+    parts: Tuple[Part, ...]
     path: str
     settings: Optional[Settings]
+    target: Any  # the TextTarget or NotebookTarget that knows how to ask for the check and read its answer
 
 
 class Protocol(LanguageServerProtocol):
-    """pygls' protocol, minus its own copy of each text document (``mpslint.server.documents`` says why)."""
+    """pygls' protocol, minus its own copy of each text document and notebook (``mpslint.server.documents`` says why)."""
 
     @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: lsp.DidOpenTextDocumentParams):
@@ -85,11 +97,29 @@ class Protocol(LanguageServerProtocol):
         if handler is not None:
             yield handler, (params,), None
 
+    @lsp_method(lsp.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def lsp_notebook_document__did_open(self, params: lsp.DidOpenNotebookDocumentParams):
+        handler = self.fm.features.get(lsp.NOTEBOOK_DOCUMENT_DID_OPEN)
+        if handler is not None:
+            yield handler, (params,), None
+
+    @lsp_method(lsp.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def lsp_notebook_document__did_change(self, params: lsp.DidChangeNotebookDocumentParams):
+        handler = self.fm.features.get(lsp.NOTEBOOK_DOCUMENT_DID_CHANGE)
+        if handler is not None:
+            yield handler, (params,), None
+
+    @lsp_method(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def lsp_notebook_document__did_close(self, params: lsp.DidCloseNotebookDocumentParams):
+        handler = self.fm.features.get(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
+        if handler is not None:
+            yield handler, (params,), None
+
 
 class MpslintServer(LanguageServer):
     def __init__(self, *, workers: Optional[int] = None, debounce: float = 0.25) -> None:
-        super().__init__("mpslint", __version__, protocol_cls=Protocol)
-        self.targets: Dict[str, TextTarget] = {}  # by target key
+        super().__init__("mpslint", __version__, protocol_cls=Protocol, notebook_document_sync=NOTEBOOK_SYNC)
+        self.targets: Dict[str, Target] = {}  # by target key (a file's URI, a notebook's URI)
         self.owners: Dict[str, str] = {}  # document URI -> the key of the target it belongs to
         self.projects = Projects()
         self.pool = Pool(workers or default_workers())
@@ -138,23 +168,44 @@ class MpslintServer(LanguageServer):
     def open(self, item: lsp.TextDocumentItem) -> None:
         if not is_python(item.uri, item.language_id):
             return
-        target = TextTarget(Document(item.uri, item.language_id, item.version, Snapshot.of(item.text)))
+        self._track(TextTarget(Document(item.uri, item.language_id, item.version, Snapshot.of(item.text))))
+
+    def open_notebook(self, params: lsp.DidOpenNotebookDocumentParams) -> None:
+        if not is_checked_notebook(params.notebook_document.uri):
+            return
+        self._track(NotebookTarget(OpenNotebook.opened(params)))
+
+    def _track(self, target: Target) -> None:
         self.targets[target.key] = target
         for uri in target.uris:
             self.owners[uri] = target.key
         self.scheduler.track(target.key, lambda: self._make(target), lambda: (target.version, self.epoch))
         self.scheduler.request(target.key, delay=0)
 
-    def target_of(self, uri: str) -> Optional[TextTarget]:
-        key = self.owners.get(uri)
-        return self.targets.get(key) if key is not None else None
+    def target_of(self, uri: str) -> Optional[Target]:
+        """The target of a document (a file, or a cell of a notebook), or of a target key."""
+        key = self.owners.get(uri, uri)
+        return self.targets.get(key)
 
     def change(self, params: lsp.DidChangeTextDocumentParams) -> None:
         target = self.target_of(params.text_document.uri)
-        if target is None:
+        if not isinstance(target, TextTarget):  # a notebook's cells change through notebookDocument/didChange
             return
         target.document.apply(list(params.content_changes), params.text_document.version, self.encoding)
         self.scheduler.request(target.key)
+
+    def change_notebook(self, params: lsp.DidChangeNotebookDocumentParams) -> None:
+        target = self.targets.get(params.notebook_document.uri)
+        if not isinstance(target, NotebookTarget):
+            return
+        changed, removed = target.notebook.apply(params, self.encoding)
+        for uri in removed:
+            self.owners.pop(uri, None)
+            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        for uri in target.uris:
+            self.owners[uri] = target.key
+        if changed:  # not for a cell that ran (its execution summary) or new metadata: the code is the same
+            self.scheduler.request(target.key)
 
     def save(self, uri: str) -> None:
         path = path_of(uri)
@@ -171,9 +222,10 @@ class MpslintServer(LanguageServer):
             self.scheduler.request(target.key, delay=0)
 
     def close(self, uri: str) -> None:
+        """A file or a notebook closed: forget it and clear what it showed (every cell of a notebook)."""
         target = self.target_of(uri)
-        if target is None:
-            return
+        if target is None or (target.is_notebook and uri != target.key):
+            return  # a cell closes with its notebook, or leaves it through a structure change
         del self.targets[target.key]
         self._fixed.pop(target.key, None)
         for document_uri in target.uris:
@@ -232,38 +284,46 @@ class MpslintServer(LanguageServer):
 
     # -- checking ------------------------------------------------------------------------------
 
-    def _make(self, target: TextTarget) -> Tuple[Tuple[int, int], Job]:
+    def _make(self, target: Target) -> Tuple[Tuple[int, int], Job]:
         if self.projects.changed_since_last_look(target.path):
             self.settings_changed(except_key=target.key)
         resolution = self.projects.resolve(target.path)
         if resolution.error:
             self.show_once(lsp.MessageType.Error, resolution.error)
-        job = Job(target.version, target.snapshot, target.engine_path, resolution.settings)
+        job = Job(target.version, target.parts(), target.engine_path, resolution.settings, target)
         return (target.version, self.epoch), job
 
     async def _check(self, job: Job) -> Checked:
-        if job.settings is None:  # excluded by the project's config
-            return Checked(job.version, job.snapshot, job.path, None, [])
+        parts = job.parts
+        request = job.target.check_request(parts, job.path, job.settings) if job.settings is not None else None
+        if request is None:  # excluded by the project's config, or a notebook without a Python cell
+            return Checked(job.version, parts, job.path, job.settings, [])
+        kind, args = request
         try:
-            diagnostics, parsed = await self.pool.run("check", job.snapshot.text, job.path, job.settings)
+            diagnostics, parts = job.target.read_check(parts, await self.pool.run(kind, *args))
         except JobFailed as exc:
             message = f"mpslint: checking {job.path} failed: {exc}"
             self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Error, message=message))
-            diagnostics, parsed = [internal_error(job.path, str(exc))], True
-        return Checked(job.version, job.snapshot, job.path, job.settings, list(diagnostics), parsed)
+            diagnostics = job.target.place([internal_error(job.path, str(exc))], parts)
+        return Checked(job.version, parts, job.path, job.settings, diagnostics)
 
     def _publish(self, key: str, token: Any, checked: Checked) -> None:
-        target = self.targets.get(key)
-        if target is None:
+        """Each document's findings, with its own version: a file's, or those of every cell of a notebook.
+
+        Every cell gets its list, empty or not, as Ruff's server does, so a cell's
+        findings go away when an edit in another cell removes their cause.
+        """
+        if key not in self.targets:
             return
-        for uri, diagnostics in target.diagnostics(checked, self.encoding).items():
+        for part in checked.parts:
+            diagnostics = [to_lsp(d, part.snapshot, self.encoding) for d in checked.on(part)]
             self.text_document_publish_diagnostics(
-                lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=checked.version)
+                lsp.PublishDiagnosticsParams(uri=part.uri, diagnostics=diagnostics, version=part.version)
             )
 
     # -- requests ------------------------------------------------------------------------------
 
-    async def current(self, uri: str) -> Tuple[Optional[TextTarget], Optional[Checked]]:
+    async def current(self, uri: str) -> Tuple[Optional[Target], Optional[Checked]]:
         """The target of ``uri`` and its findings for the text the client has now."""
         target = self.target_of(uri)
         if target is None:
@@ -273,14 +333,14 @@ class MpslintServer(LanguageServer):
             return target, None
         return target, checked
 
-    def builder(self, target: TextTarget, checked: Checked, unsafe: bool) -> ActionBuilder:
+    def builder(self, target: Target, checked: Checked, unsafe: bool) -> ActionBuilder:
         return ActionBuilder(
-            target,
+            target.key,
             checked,
             self.encoding,
+            notebook=target.is_notebook,
             unsafe=unsafe,
             versioned=bool(self.capability("workspace.workspace_edit.document_changes")),
-            version=checked.version,
         )
 
     async def code_actions(self, params: lsp.CodeActionParams) -> Optional[List[lsp.CodeAction]]:
@@ -309,10 +369,12 @@ class MpslintServer(LanguageServer):
         if cached is not None and cached[0] == stamp:
             fixed, error = cached[1]
         else:
+            request = target.fix_request(checked, unsafe)
+            if request is None:
+                return action
+            kind, args = request
             try:
-                fixed, _, error = await self.pool.run(
-                    "fix", checked.snapshot.text, checked.path, checked.settings, unsafe, checked.snapshot.newline
-                )
+                fixed, error = target.read_fix(checked, await self.pool.run(kind, *args))
             except JobFailed as exc:
                 self.show_once(lsp.MessageType.Error, f"fixing {checked.path} failed: {exc}")
                 return action
@@ -324,16 +386,18 @@ class MpslintServer(LanguageServer):
 
     async def hover(self, params: lsp.HoverParams) -> Optional[lsp.Hover]:
         target, checked = await self.current(params.text_document.uri)
-        if target is None or checked is None:
+        part = checked.part(params.text_document.uri) if checked is not None else None
+        if target is None or checked is None or part is None:
             return None
-        offset = target.offset(params.text_document.uri, params.position, checked, self.encoding)
-        here = [d for d in checked.diagnostics if checked.span(d)[0] <= offset <= checked.span(d)[1]]
+        snapshot = part.snapshot
+        offset = snapshot.offset(params.position, self.encoding)
+        here = [d for d in checked.on(part) if checked.span(d)[0] <= offset <= checked.span(d)[1]]
         formats = self.capability("text_document.hover.content_format") or []
         markdown = lsp.MarkupKind.Markdown in formats
         text = hover_text(here, markdown=markdown) if here else None
         if text is None:  # on a rule code in a suppression comment?
-            row = bisect.bisect_right(checked.snapshot.starts, offset) - 1
-            code = code_at(checked.snapshot.line(row), offset - checked.snapshot.starts[row])
+            row = bisect.bisect_right(snapshot.starts, offset) - 1
+            code = code_at(snapshot.line(row), offset - snapshot.starts[row])
             text = rule_text(code, markdown=markdown) if code else None
         if text is None:
             return None
@@ -419,6 +483,22 @@ def build(*, workers: Optional[int] = None, debounce: float = 0.25) -> MpslintSe
     def did_close(params: lsp.DidCloseTextDocumentParams) -> None:
         server.close(params.text_document.uri)
 
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def did_open_notebook(params: lsp.DidOpenNotebookDocumentParams) -> None:
+        server.open_notebook(params)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def did_change_notebook(params: lsp.DidChangeNotebookDocumentParams) -> None:
+        server.change_notebook(params)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def did_save_notebook(params: lsp.DidSaveNotebookDocumentParams) -> None:
+        server.save(params.notebook_document.uri)
+
+    @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def did_close_notebook(params: lsp.DidCloseNotebookDocumentParams) -> None:
+        server.close(params.notebook_document.uri)
+
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched_files(params: lsp.DidChangeWatchedFilesParams) -> None:
         names = [path_of(change.uri) for change in params.changes]
@@ -443,7 +523,13 @@ def build(*, workers: Optional[int] = None, debounce: float = 0.25) -> MpslintSe
     @server.feature(
         lsp.TEXT_DOCUMENT_CODE_ACTION,
         lsp.CodeActionOptions(
-            code_action_kinds=[lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.SourceFixAll, FIX_ALL_KIND],
+            code_action_kinds=[
+                lsp.CodeActionKind.QuickFix,
+                lsp.CodeActionKind.SourceFixAll,
+                FIX_ALL_KIND,
+                "notebook.source.fixAll",
+                NOTEBOOK_FIX_ALL_KIND,
+            ],
             resolve_provider=True,
         ),
     )

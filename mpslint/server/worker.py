@@ -18,7 +18,7 @@ import struct
 import sys
 import traceback
 from collections import Counter
-from typing import Any, BinaryIO, Optional, Tuple
+from typing import Any, BinaryIO, Dict, List, Optional, Tuple
 
 _HEADER = struct.Struct(">I")
 READY = ("ready", None)
@@ -65,6 +65,28 @@ def fix(text: str, path: str, settings, unsafe: bool, newline: str) -> Tuple[str
     return outcome.text, outcome.fixed, outcome.error
 
 
+def check_notebook(sources: List[Tuple[int, str]], path: str, settings) -> Tuple[list, Dict[int, str]]:
+    """A notebook's Python cells ``(number, text)`` checked as the command line checks the ``.ipynb``.
+
+    Returns the findings, located in their cells, and for each cell whose text the
+    engine read with IPython's escapes replaced, that text (for ``# noqa`` edits,
+    which need to know where the cell's comments are).
+    """
+    from mpslint.notebook.lint import check_sources, notebook_settings
+
+    checked = check_sources(sources, path, notebook_settings(settings))
+    engine_texts = {c.number: c.python.text for c in checked.program.cells if c.python.text != c.source}
+    return checked.diagnostics, engine_texts
+
+
+def fix_notebook(sources: List[Tuple[int, str]], path: str, settings, unsafe: bool) -> Tuple[Dict[int, str], Counter, Optional[str]]:
+    """What ``mpslint --fix`` writes into each of these cells: the new sources by cell number."""
+    from mpslint.notebook.lint import fix_sources, notebook_settings
+
+    outcome = fix_sources(sources, path, notebook_settings(settings), unsafe=unsafe)
+    return outcome.sources, outcome.fixed, outcome.error
+
+
 def pause(seconds: float) -> None:
     """A job that only takes time: how the pool's scheduling is tested without racing a real check."""
     import time
@@ -72,7 +94,7 @@ def pause(seconds: float) -> None:
     time.sleep(seconds)
 
 
-HANDLERS = {"check": check, "fix": fix, "pause": pause}
+HANDLERS = {"check": check, "fix": fix, "check_notebook": check_notebook, "fix_notebook": fix_notebook, "pause": pause}
 
 
 def handle(request: Tuple[str, tuple]) -> Tuple[str, Any]:
@@ -108,6 +130,8 @@ def warm_up() -> None:
     from mpslint.fixer import fix_text
 
     fix_text(WARM_UP_SOURCE, "warm_up.py", Settings())
+    # A notebook's first check should not pay for the notebook code's imports either.
+    check_notebook([(1, "%matplotlib inline\nimport torch")], "warm_up.ipynb", Settings())
 
 
 def main() -> None:
