@@ -19,6 +19,12 @@ For each file, measured from outside the processes, median of ``--repeat`` runs:
   does not hold the others up (the two checks share the CPUs);
 - ``first``: starting the server until the first file's diagnostics, once.
 
+With ``--notebook-cells N`` (default 50; 0 to skip) it also measures a
+notebook of N code cells of a training script sent through LSP 3.17
+notebook sync: ``cli`` on the ``.ipynb``, ``open`` (didOpen to the last
+cell's diagnostics) and ``change`` (an edit in one cell to that cell's
+diagnostics: the whole notebook is checked again, as one program).
+
 The corpus is the pinned transformers wheel that ``benchmarks/run.py`` uses
 (downloaded into ``benchmarks/.corpus/`` the first time). The client is the
 tests' LSP client (``tests/lspclient.py``, pygls). Not a test: it prints
@@ -43,7 +49,7 @@ from typing import Dict, List, Optional
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 
-from lspclient import DEFAULT_COMMAND, Session  # noqa: E402
+from lspclient import DEFAULT_COMMAND, Session, code  # noqa: E402
 from run import fetch_corpus  # noqa: E402
 
 DEFAULT_FILE = "integrations/deepgemm.py"  # 964 lines, parsed by LibCST (it has findings)
@@ -63,6 +69,59 @@ def busy_source(copies: int) -> str:
         """
     )
     return "import torch\n" + "".join(block.format(i=i) for i in range(copies))
+
+
+def notebook_cells(count: int) -> List[str]:
+    """A notebook's code cells: imports first, then a CUDA training step per cell that uses the cells before it."""
+    cells = ["import torch\nimport torch.nn as nn\nmodel = nn.Linear(8, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), 0.1)"]
+    for i in range(1, count):
+        cells.append(textwrap.dedent(
+            f"""\
+            def step_{i}(loader):
+                for x, y in loader:
+                    x, y = x.cuda(), y.cuda()
+                    loss = nn.functional.cross_entropy(model(x), y)
+                    loss.backward()
+                    opt.step()
+                    print(loss.item())"""
+        ))
+    return cells
+
+
+def write_notebook(path: Path, cells: List[str]) -> None:
+    import json
+
+    notebook = {
+        "cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {}, "outputs": [],
+                   "source": text.splitlines(keepends=True)} for i, text in enumerate(cells)],
+        "metadata": {"language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path.write_text(json.dumps(notebook, indent=1) + "\n", encoding="utf-8")
+
+
+async def notebook_figures(path: Path, root: Path, cells: List[str], repeat: int) -> Dict[str, List[float]]:
+    figures: Dict[str, List[float]] = {"open": [], "change": []}
+    session = Session(root, command=DEFAULT_COMMAND)
+    await session.start()
+    try:
+        for i in range(repeat):
+            start = time.perf_counter()
+            uri, cell_uris = session.open_notebook(root / f"open_{i}.ipynb", [code(text) for text in cells])
+            await session.diagnostics(cell_uris[-1], 1)
+            figures["open"].append(time.perf_counter() - start)
+            if i < repeat - 1:
+                session.close_notebook(uri)
+        middle = cell_uris[len(cell_uris) // 2]
+        for _ in range(repeat):
+            start = time.perf_counter()
+            version = session.edit_cell(middle, (0, 0), (0, 0), "# edited\n")
+            await session.diagnostics(middle, version)
+            figures["change"].append(time.perf_counter() - start)
+    finally:
+        await session.stop()
+    return figures
 
 
 def cli_seconds(path: Path, cwd: Path) -> float:
@@ -114,6 +173,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--file", action="append", type=Path, help="a file to measure (default: %s of the corpus)" % DEFAULT_FILE)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--busy-lines", type=int, default=7000, help="size of the file checked meanwhile for `change, busy`")
+    parser.add_argument("--notebook-cells", type=int, default=50, help="code cells of the notebook measured (0: none)")
     args = parser.parse_args(argv)
     files = args.file or [fetch_corpus() / DEFAULT_FILE]
     print(f"python {sys.version.split()[0]} on {sys.platform}; medians of {args.repeat} runs; seconds")
@@ -131,6 +191,19 @@ def main(argv: Optional[List[str]] = None) -> int:
             f"{source.name:<28} {lines:>6} {statistics.median(cli):>6.2f} {med['open']:>6.2f} {med['change']:>7.2f} "
             f"{med['change, busy']:>13.2f} {med['first']:>6.2f}   {med['change'] / statistics.median(cli):.2f}x"
         )
+    if args.notebook_cells > 0:
+        cells = notebook_cells(args.notebook_cells)
+        with tempfile.TemporaryDirectory() as scratch:
+            root = Path(scratch)
+            path = root / "train.ipynb"
+            write_notebook(path, cells)
+            cli = statistics.median(cli_seconds(path, root) for _ in range(args.repeat))
+            server = asyncio.run(notebook_figures(path, root, cells, args.repeat))
+        med = {k: statistics.median(v) for k, v in server.items()}
+        lines = sum(text.count("\n") + 1 for text in cells)
+        name = f"{path.name} ({len(cells)} cells)"
+        print(f"{name:<28} {lines:>6} {cli:>6.2f} {med['open']:>6.2f} {med['change']:>7.2f} {'':>13} {'':>6}   "
+              f"{med['change'] / cli:.2f}x")
     return 0
 
 

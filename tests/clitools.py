@@ -9,6 +9,7 @@ torch-version floor in its message (to observe settings).
 from __future__ import annotations
 
 import ast
+import signal
 
 import pytest
 from click.testing import CliRunner
@@ -109,6 +110,16 @@ def enter(directory, monkeypatch):
 def project(tmp_path, monkeypatch, fake_rules):
     """A working directory with the test rules."""
     return enter(tmp_path, monkeypatch)
+
+
+def ctrl_c_as_in_a_terminal() -> None:
+    """``preexec_fn`` for a child that a test interrupts with SIGINT: Ctrl-C acts as it does from a terminal.
+
+    A test run started in the background by a non-interactive shell (``pytest &``,
+    some CI runners) ignores SIGINT, and children inherit that; Python then
+    never installs its KeyboardInterrupt handler, and the test would prove nothing.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def cli_runner() -> CliRunner:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 
-from clitools import fake_rules, project, run  # noqa: F401  (fixtures)
+from clitools import ctrl_c_as_in_a_terminal, fake_rules, project, run  # noqa: F401  (fixtures)
 
 TESTS = Path(__file__).resolve().parent
 CUDA = "import torch\n\nx = torch.zeros(1)\ny = x.cuda()\n"
@@ -197,6 +197,7 @@ def test_an_interrupted_fix_leaves_every_file_old_or_new(tmp_path, sig, jobs):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,  # the signal goes to mpslint (and, for SIGINT, its workers) like a terminal's would
+        preexec_fn=ctrl_c_as_in_a_terminal,
     )
     try:
         deadline = time.monotonic() + 120
@@ -273,6 +274,7 @@ def test_ctrl_c_while_workers_start_is_not_a_traceback(tmp_path, delay):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        preexec_fn=ctrl_c_as_in_a_terminal,
     )
     try:
         deadline = time.monotonic() + 60

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from clitools import fake_rules, project, run  # noqa: F401  (fixtures)
+from clitools import ctrl_c_as_in_a_terminal, fake_rules, project, run  # noqa: F401  (fixtures)
 
 # --- static mode never executes -----------------------------------------------------------------
 
@@ -181,6 +181,7 @@ def test_ctrl_c_on_verify_ends_the_script_too(tmp_path):
     process = subprocess.Popen(
         [sys.executable, "-m", "mpslint", "verify", "--simulate", str(script), str(pids)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        preexec_fn=ctrl_c_as_in_a_terminal,
     )
     children = []
     try:
