@@ -385,3 +385,24 @@ def test_a_try_nested_in_the_else_of_a_try():
                 probe = x  # <- inner
     """
     assert kind_at(source, "inner") is Kind.DEVICE
+
+
+def test_a_loss_is_on_the_device_only_in_a_file_that_puts_something_there():
+    # A CPU tutorial: nothing names a device or moves anything, so the model and its loss are on the CPU.
+    cpu_only = """
+    import torch
+    model = torch.nn.Linear(1, 1)
+    for epoch in range(10):
+        loss = model(torch.ones(1, 1)).sum()
+        loss.backward()
+        probe = loss  # <- loss
+    """
+    assert kind_at(cpu_only, "loss") is not Kind.DEVICE
+    # Trap: a helper that receives a model placed elsewhere still gets its batches moved here.
+    helper = """
+    def step(model, batch, device):
+        loss = model(batch.to(device)).sum()
+        loss.backward()
+        probe = loss  # <- loss
+    """
+    assert kind_at(helper, "loss") is Kind.DEVICE

@@ -93,6 +93,9 @@ NO_GRAD = ("no_grad", "inference_mode")
 DEVICE_EVIDENCE = ("backward", "to(", "to_empty", "cuda", "prepare", "dev") + tuple(
     quote + device for device in ("mps", "xpu", "npu", "hpu", "xla", "meta") for quote in "\"'"
 )
+# Calls that move something onto a device (DeviceFlow.places_on_a_device).
+MOVES = frozenset(("to", "cuda", "to_empty", "prepare", "prepare_model"))
+ACCELERATOR_TYPES = frozenset(("cuda", "mps", "xpu", "npu", "hpu", "xla"))
 
 # Deeper than this, an expression's kind is unknown: real code never nests evaluation this deep,
 # generated chains of distinct names would otherwise overflow the stack.
@@ -127,6 +130,7 @@ class DeviceFlow:
         self._bindings: Optional[Dict[Scope, Dict[str, List[Binding]]]] = None
         self._ends: Dict[Tuple[Scope, str], List[int]] = {}  # the bindings' ends, for bisection
         self._graph: Optional[Dict[Scope, Set[str]]] = None
+        self._places: Optional[bool] = None
         # (class, attribute) -> the assignments `self.<attribute> = value` in the class's methods
         self._attributes: Dict[Tuple[ast.AST, str], List[Tuple[int, ast.AST, ast.AST]]] = {}
         self.placed: Set[str] = set()  # every name placed somewhere in the file
@@ -152,6 +156,40 @@ class DeviceFlow:
             self._bindings = {}
             self._collect_bindings()
         return self._bindings
+
+    @property
+    def places_on_a_device(self) -> bool:
+        """The file shows some way onto an accelerator besides ``.backward()``.
+
+        A loss lives where its model does, but in a script that never names a
+        device, moves nothing and prepares nothing (a CPU tutorial), the model
+        is on the CPU and so is the loss.
+        """
+        if self._places is None:
+            self._places = bool(self.placed) or self._code_names_a_device()
+        return self._places
+
+    def _code_names_a_device(self) -> bool:
+        """In the code, not its comments: a move (``.to(``, ``.cuda(``, ``prepare(``), a ``device=``, a
+        name like ``device``/``dev``/``*_device``, Accelerate's ``accelerator``, or a device string."""
+        tree = self.tree
+        for call in tree.of_type(_CALL):
+            func = call.func  # type: ignore[attr-defined]
+            if type(func) is _ATTRIBUTE and func.attr in MOVES:
+                return True
+            if any(item.arg == "device" for item in call.keywords):  # type: ignore[attr-defined]
+                return True
+        for name in tree.of_type(_NAME):
+            if DEVICE_NAME.match(name.id) or name.id == "accelerator":  # type: ignore[attr-defined]
+                return True
+        for attribute in tree.of_type(_ATTRIBUTE):
+            if DEVICE_NAME.match(attribute.attr) or attribute.attr == "accelerator":  # type: ignore[attr-defined]
+                return True
+        for constant in tree.of_type(ast.Constant):
+            value = constant.value  # type: ignore[attr-defined]
+            if type(value) is str and value.split(":")[0] in ACCELERATOR_TYPES:
+                return True
+        return False
 
     @property
     def graph(self) -> Dict[Scope, Set[str]]:
@@ -718,7 +756,7 @@ class DeviceFlow:
         if self.is_placed_name(name, expr):
             return Kind.MODULE
         scope = self.tree.scope_of(expr)
-        if name in self.graph.get(scope, ()):
+        if name in self.graph.get(scope, ()) and self.places_on_a_device:
             return Kind.DEVICE
         bindings = self.visible(name, expr)
         if not bindings:
