@@ -98,32 +98,35 @@ class Availability:
         return self.flags.get(key) if key is not None else None
 
     def source_of(self, node: ast.AST) -> Optional[Source]:
-        """The innermost guard above ``node`` that runs it only when CUDA is available, as a Source."""
-        tree = self.tree
-        child = node
-        for parent in tree.ancestors(node):
-            cls = type(parent)
-            test = None
-            if cls is ast.If or cls is ast.While:
-                owner = tree.block_owner(child)
-                if owner is not None and owner[0] is parent and owner[1] == "body":
-                    test, region = parent.test, parent.body  # type: ignore[attr-defined]
-            elif cls is ast.IfExp and child is parent.body:  # type: ignore[attr-defined]
+        """The innermost guard above ``node`` that runs it only when CUDA is available, as a Source.
+
+        Inherited from the parent's answer (``Tree.inherited``), so a long ``elif`` chain, where every
+        arm is nested in the one before, costs one step per node, not one per ancestor.
+        """
+        return self.tree.inherited(("guard source", id(self)), node, self._source_step, None)
+
+    def _source_step(self, parent: ast.AST, child: ast.AST, above: Optional[Source]) -> Optional[Source]:
+        cls = type(parent)
+        test = None
+        if cls is ast.If or cls is ast.While:
+            owner = self.tree.block_owner(child)
+            if owner is not None and owner[0] is parent and owner[1] == "body":
                 test, region = parent.test, parent.body  # type: ignore[attr-defined]
-            elif cls is ast.BoolOp and type(parent.op) is ast.And and child is not parent.values[0]:  # type: ignore[attr-defined]
-                values = parent.values  # type: ignore[attr-defined]
-                position = next(i for i, v in enumerate(values) if v is child)
-                found = self._source_in(values[:position], values[position:])
-                if found is not None:
-                    return found
-            if test is not None:
-                found = self._source_in([test], [region])
-                if found is not None:
-                    return found
-            if cls in _FUNCTIONS or cls is ast.ClassDef:
-                return None  # a guard outside the function does not decide what its body does when called
-            child = parent
-        return None
+        elif cls is ast.IfExp and child is parent.body:  # type: ignore[attr-defined]
+            test, region = parent.test, parent.body  # type: ignore[attr-defined]
+        elif cls is ast.BoolOp and type(parent.op) is ast.And and child is not parent.values[0]:  # type: ignore[attr-defined]
+            values = parent.values  # type: ignore[attr-defined]
+            position = next(i for i, v in enumerate(values) if v is child)
+            found = self._source_in(values[:position], values[position:])
+            if found is not None:
+                return found
+        if test is not None:
+            found = self._source_in([test], [region])
+            if found is not None:
+                return found
+        if cls in _FUNCTIONS or cls is ast.ClassDef:
+            return None  # a guard outside the function does not decide what its body does when called
+        return above
 
     def component(self, flag: Flag) -> Tuple[Flag, ...]:
         """Every flag that changes with ``flag``: those it derives from, and those derived from them."""

@@ -230,15 +230,14 @@ class DevicePicker:
 
     def _functions_around(self, node: ast.AST) -> List[ast.AST]:
         """The functions whose body ``node`` runs in, innermost first (not the ones it is a default of)."""
-        found = []
-        child = node
-        for parent in self.tree.ancestors(node):
-            if type(parent) in _FUNCTIONS:
-                owner = self.tree.block_owner(child)
-                if owner is not None and owner[0] is parent and owner[1] == "body":
-                    found.append(parent)
-            child = parent
-        return found
+        return list(self.tree.inherited(("functions around", id(self)), node, self._functions_step, ()))
+
+    def _functions_step(self, parent: ast.AST, child: ast.AST, above: Tuple[ast.AST, ...]) -> Tuple[ast.AST, ...]:
+        if type(parent) in _FUNCTIONS:
+            owner = self.tree.block_owner(child)
+            if owner is not None and owner[0] is parent and owner[1] == "body":
+                return (parent,) + above
+        return above
 
     def _device_parameter(self, function) -> Optional[Tuple[str, str]]:
         """(name, kind) of a device parameter whose value is the caller's device (no default, or a CUDA one)."""

@@ -1,0 +1,62 @@
+"""The work of checking a file grows linearly with its size, for every generated shape of
+``benchmarks/scaling.py``: counted in steps up the tree, not timed.
+
+Walking up from a node to its ancestors is how a question about "what is this inside" turns
+quadratic: in a long ``elif`` chain every arm is nested in the one before, so a walk per node
+costs the chain's length. Facts about ancestors are inherited instead (``Tree.inherited``);
+this test counts every step of every ancestor walk and every inherited value computed, at a
+size and at four times that size.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from mpslint.analysis.tree import Tree
+from mpslint.config import Settings
+from mpslint.engine import check_text
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from scaling import SHAPES  # noqa: E402
+
+# Smaller than the benchmark's sizes: steps are counted, so small inputs show the growth as well.
+SIZES = {"module_calls": 200, "rebound_device": 100, "device_functions": 100, "elif_dispatch": 100,
+         "training_loop": 100, "deep_nesting": 4, "long_expression": 100, "long_literal": 2_000, "try_else": 100}
+
+
+def steps(text: str, monkeypatch) -> int:
+    count = [0]
+    ancestors, inherited = Tree.ancestors, Tree.inherited
+
+    def counted_ancestors(self, node):
+        for parent in ancestors(self, node):
+            count[0] += 1
+            yield parent
+
+    def counted_inherited(self, key, node, compute, root):
+        def step(parent, child, above):
+            count[0] += 1
+            return compute(parent, child, above)
+        return inherited(self, key, node, step, root)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Tree, "ancestors", counted_ancestors)
+        patch.setattr(Tree, "inherited", counted_inherited)
+        result = check_text(text, "generated.py", Settings())
+    assert result.parsed
+    return count[0]
+
+
+def test_every_benchmark_shape_is_counted():
+    assert set(SIZES) == set(SHAPES)
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_steps_up_the_tree_grow_linearly(shape, monkeypatch):
+    make, _ = SHAPES[shape]
+    small, large = steps(make(SIZES[shape]), monkeypatch), steps(make(4 * SIZES[shape]), monkeypatch)
+    # The memo of an inherited fact is per analysis object, so the count is exact: linear is 4.
+    assert large <= 5 * max(small, 1), (small, large)
