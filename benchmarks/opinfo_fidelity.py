@@ -42,7 +42,7 @@ import warnings
 from collections import Counter, defaultdict
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-# benchmarks/profile.py would shadow the standard library's profile (which torch._dynamo imports).
+# The repository root instead of benchmarks/: mpslint importable without an install.
 sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CATEGORIES = ("float64/complex128", "complex64", "missing kernel", "kernel restriction", "runs")

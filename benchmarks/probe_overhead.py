@@ -23,7 +23,7 @@ import tempfile
 import time
 from typing import Any, Callable, List, Optional, Tuple
 
-# benchmarks/profile.py would shadow the standard library's profile (which torch._dynamo imports).
+# The repository root instead of benchmarks/: mpslint importable without an install.
 sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402

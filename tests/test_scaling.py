@@ -10,7 +10,7 @@ size and at four times that size.
 
 from __future__ import annotations
 
-import sys
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -19,8 +19,17 @@ from mpslint.analysis.tree import Tree
 from mpslint.config import Settings
 from mpslint.engine import check_text
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from scaling import SHAPES  # noqa: E402
+
+def _benchmark_shapes():
+    # Loaded from its file, so that benchmarks/ never joins sys.path for the other tests.
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "scaling.py"
+    spec = importlib.util.spec_from_file_location("mpslint_benchmark_scaling", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module.SHAPES
+
+
+SHAPES = _benchmark_shapes()
 
 # Smaller than the benchmark's sizes: steps are counted, so small inputs show the growth as well.
 SIZES = {"module_calls": 200, "rebound_device": 100, "device_functions": 100, "elif_dispatch": 100,

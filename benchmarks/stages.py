@@ -1,7 +1,7 @@
 """Where a cold mpslint run spends its time, stage by stage, in one process.
 
-    python benchmarks/profile.py                 # the pinned transformers corpus (downloaded by run.py)
-    python benchmarks/profile.py --corpus DIR    # any unpacked source tree
+    python benchmarks/stages.py                 # the pinned transformers corpus (downloaded by run.py)
+    python benchmarks/stages.py --corpus DIR    # any unpacked source tree
 
 Every file is checked as ``mpslint --no-cache -j 1`` would (``runner.run``),
 with a timer around each stage: reading and decoding, Python's parse, the
