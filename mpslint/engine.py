@@ -120,12 +120,19 @@ def _check_text(text: str, path: str, settings: Settings, prefilter: bool, apply
     return CheckResult(check_module(module, text, path, settings, classes, apply_noqa=apply_noqa))
 
 
+# The name ``compile`` gets: no file of this name exists, so positions come from the text itself.
+SOURCE_NAME = "<mpslint>"
+
+
 def parse(text: str, path: str):
     """The file's ``ast``, or the MPS000 diagnostic saying why Python cannot read it."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences and the like: not ours to report
-            return compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            # Not the file's path: for some errors CPython reads the offending line back from the file of
+            # that name to place the column, and the text checked is not always that file's (a notebook's
+            # cell, an editor's unsaved buffer, stdin): the column would come from other text.
+            return compile(text, SOURCE_NAME, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as err:
         row, column = err.lineno or 1, max(err.offset or 1, 1)
         message = f"could not parse: {err.msg or 'invalid syntax'}"

@@ -337,3 +337,26 @@ def test_stdin_with_undecodable_and_nul_bytes(project):
     assert nul.exit_code == 1
     assert nul.stdout.encode() == b"import torch\x00\ny = x.cuda()\n"  # passed through untouched
     assert "MPS000" in nul.stderr
+
+
+def test_a_syntax_error_is_placed_by_the_text_checked_not_by_a_file_of_that_name(tmp_path, monkeypatch):
+    # A notebook cell, an editor's unsaved buffer or stdin is checked under a path whose file on disk
+    # holds other text; CPython reads the offending line back from that file for some errors, which
+    # gave a notebook cell's MPS000 the column of a line of the .ipynb's JSON.
+    import ast
+
+    from mpslint.config import Settings
+    from mpslint.engine import check_text
+
+    text = "for x in range(3)\n    print(x)\n"
+    try:
+        compile(text, "<no such file>", "exec", ast.PyCF_ONLY_AST)
+    except SyntaxError as err:
+        expected = (err.lineno, err.offset)
+    other = tmp_path / "train.ipynb"
+    other.write_text('{\n "cells": []\n}\n')
+    monkeypatch.chdir(tmp_path)
+    for path in ("train.ipynb", str(other)):
+        [diagnostic] = check_text(text, path, Settings()).diagnostics
+        assert diagnostic.code == "MPS000"
+        assert (diagnostic.location.row, diagnostic.location.column) == expected

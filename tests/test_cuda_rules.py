@@ -915,7 +915,8 @@ def test_the_run_says_which_torch_the_fixes_target(tmp_path, monkeypatch, requir
     monkeypatch.chdir(tmp_path)
     for args in (["--no-cache", "train.py"], ["--diff", "train.py"], ["--fix", "train.py"]):
         result = cli_runner().invoke(main, args)
-        assert note in result.output, (args, result.output)
+        said = result.output + result.stderr  # with --diff the diff is stdout and the note goes to stderr
+        assert note in said, (args, said)
 
 
 def test_unfixed_cuda_calls_say_why():
