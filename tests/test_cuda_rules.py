@@ -707,6 +707,11 @@ def test_prefilter_never_changes_results(path):
             "        return False\n    return torch.cuda.get_device_properties(0).major >= 8\n",
             "MPS104",
         ),
+        # modeling_blip_2.py / modeling_instructblip.py: a multi-GPU test is False on a Mac whichever API asks
+        ("import torch\nif len(device_map) > 1 and torch.cuda.device_count() > 1:\n    hooks = True\n", "MPS104"),
+        ("import torch\nmany = 1 < torch.cuda.device_count()\n", "MPS104"),
+        ("import torch\nmany = torch.cuda.device_count() >= 2\n", "MPS104"),
+        ("import torch\nsingle = torch.cuda.device_count() < 2\n", "MPS104"),
         # msa_attention.py: the right side of `or` only runs on CUDA
         ("import torch\nok = q.device.type != 'cuda' or torch.cuda.get_device_capability(q.device)[0] != 10\n", "MPS104"),
     ],
@@ -931,3 +936,10 @@ def test_the_first_gpu_is_the_gpu_unless_the_code_changes_the_current_one():
     assert out.endswith("d = pick_device()\n")
     src = "import torch\ntorch.cuda.set_device(1)\nd = torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')\n"
     assert check(src, ["MPS103"])[0].fix is None
+
+
+@pytest.mark.parametrize("test", ["torch.cuda.device_count() == 1", "torch.cuda.device_count() < 1",
+                                  "1 <= torch.cuda.device_count()", "torch.cuda.device_count() != 1"])
+def test_device_count_compared_where_a_mac_answers_differently_is_reported(test):
+    # 0 CUDA devices against the Mac's 1 accelerator: these answers change with the API, `> 1` does not.
+    assert rows(f"import torch\nsingle = {test}\n", "MPS104") == [2]

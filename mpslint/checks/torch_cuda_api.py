@@ -21,19 +21,47 @@ def cuda_member(ctx, node: ast.AST) -> Optional[str]:
     return name[len("torch.cuda."):]
 
 
+_COMPARISONS = {
+    ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+}
+
+
 class TorchCudaApi(Rule):
     TRIGGERS = ("cuda",)
 
     def visit_Call(self, node: ast.Call) -> None:
         member = cuda_member(self.ctx, node.func)
         api = cuda_api.EQUIVALENTS.get(member or "")
-        if api is None or not cuda(self.ctx).unguarded(node):
+        if api is None or not cuda(self.ctx).unguarded(node) or self._asks_for_several_gpus(node, api):
             return
         self.report(
             node,
             f"`torch.cuda.{api.name}()` only acts on CUDA; use {api.instead}",
             fix=self._fix(node, api),
         )
+
+    def _asks_for_several_gpus(self, node: ast.Call, api: cuda_api.CudaApi) -> bool:
+        """``torch.cuda.device_count() > 1``: a comparison that a Mac answers the same with either API.
+
+        ``torch.cuda.device_count()`` is 0 on a Mac and ``torch.accelerator.device_count()`` is 1:
+        a comparison whose answer is the same for 0 and 1 (a multi-GPU test) behaves as it will there.
+        """
+        if api.name != "device_count":
+            return False
+        compare = self.ctx.tree.parent(node)
+        if type(compare) is not ast.Compare or len(compare.ops) != 1:
+            return False
+        op = type(compare.ops[0])
+        other = compare.comparators[0] if compare.left is node else compare.left
+        if type(other) is not ast.Constant or type(other.value) is not int:
+            return False
+        test = _COMPARISONS.get(op)
+        if test is None:
+            return False
+        if compare.left is node:
+            return test(0, other.value) == test(1, other.value)
+        return test(other.value, 0) == test(other.value, 1)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         report_unused_import(self, node, lambda base, name: (base, name) == ("torch", "cuda"))
