@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import shutil
 import statistics
 import subprocess
@@ -89,8 +90,6 @@ def notebook_cells(count: int) -> List[str]:
 
 
 def write_notebook(path: Path, cells: List[str]) -> None:
-    import json
-
     notebook = {
         "cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {}, "outputs": [],
                    "source": text.splitlines(keepends=True)} for i, text in enumerate(cells)],

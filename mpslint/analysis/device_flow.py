@@ -95,6 +95,7 @@ DEVICE_EVIDENCE = ("backward", "to(", "to_empty", "cuda", "prepare", "dev") + tu
 )
 # Calls that move something onto a device (DeviceFlow.places_on_a_device).
 MOVES = frozenset(("to", "cuda", "to_empty", "prepare", "prepare_model"))
+# Device types that hold data on an accelerator (`meta` is a device too, with no data).
 ACCELERATOR_TYPES = frozenset(("cuda", "mps", "xpu", "npu", "hpu", "xla"))
 
 # Deeper than this, an expression's kind is unknown: real code never nests evaluation this deep,
@@ -994,7 +995,7 @@ def string_kind(value: object) -> Kind:
     device = value.split(":", 1)[0]
     if device == "cpu":
         return Kind.CPU
-    if device in ("cuda", "mps", "xpu", "npu", "hpu", "xla", "meta") and value == value.strip():
+    if (device in ACCELERATOR_TYPES or device == "meta") and value == value.strip():
         return Kind.ACCEL
     return Kind.HOST
 

@@ -7,7 +7,7 @@ from typing import Optional, Tuple
 
 from mpslint.analysis.cuda_context import CudaContext
 from mpslint.analysis.device_picker import DevicePicker, torch_alias
-from mpslint.checks.base import Context, NodeEdit, attribute_name_start, replace_span
+from mpslint.checks.base import Context, FixSpec, NodeEdit, attribute_name_start, replace, replace_span
 
 _SIMPLE = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
@@ -118,13 +118,11 @@ def to_device(ctx, node: ast.Call, ref) -> Tuple[NodeEdit, str]:
     return replace_span(start, node, new), new
 
 
-def cuda_guarded(ctx: Context, call: ast.Call) -> Optional["FixSpec"]:
+def cuda_guarded(ctx: Context, call: ast.Call) -> Optional[FixSpec]:
     """A CUDA-only call alone on its line -> the same call under ``if torch.cuda.is_available():``.
 
     Safe: it still runs wherever CUDA is, and it raised everywhere else.
     """
-    from mpslint.checks.base import FixSpec, replace
-
     statement = lone_statement(ctx, call)
     torch = torch_name(ctx)
     if statement is None or torch is None:

@@ -33,7 +33,7 @@ class TorchCudaApi(Rule):
     def visit_Call(self, node: ast.Call) -> None:
         member = cuda_member(self.ctx, node.func)
         api = cuda_api.EQUIVALENTS.get(member or "")
-        if api is None or not cuda(self.ctx).unguarded(node) or self._asks_for_several_gpus(node, api):
+        if api is None or not cuda(self.ctx).unguarded(node) or self._same_answer_on_a_mac(node, api):
             return
         self.report(
             node,
@@ -41,7 +41,7 @@ class TorchCudaApi(Rule):
             fix=self._fix(node, api),
         )
 
-    def _asks_for_several_gpus(self, node: ast.Call, api: cuda_api.CudaApi) -> bool:
+    def _same_answer_on_a_mac(self, node: ast.Call, api: cuda_api.CudaApi) -> bool:
         """``torch.cuda.device_count() > 1``: a comparison that a Mac answers the same with either API.
 
         ``torch.cuda.device_count()`` is 0 on a Mac and ``torch.accelerator.device_count()`` is 1:
