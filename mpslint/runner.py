@@ -146,11 +146,13 @@ def _run_pool(todo: List[Task], table: List[Settings], mode: Mode, cache_dir: Op
     from concurrent.futures import ProcessPoolExecutor
 
     from mpslint import registry
+    from mpslint.isolation import isolate_multiprocessing
     from concurrent.futures.process import BrokenProcessPool
 
     done: List[FileResult] = []
     # Small chunks keep both workers busy when a few files are much larger than the rest.
     chunksize = max(1, min(16, len(todo) // (workers * 8)))
+    isolate_multiprocessing()
     context = multiprocessing.get_context("spawn")
     try:
         stop = context.Event()  # set when this run is interrupted: workers skip the files they have not started

@@ -22,12 +22,12 @@ import asyncio
 import collections
 import logging
 import struct
-import sys
 import time
 import pickle
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
+from mpslint.isolation import python_command
 from mpslint.server import worker as worker_module
 
 logger = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ class Worker:
 
 
 def worker_command() -> List[str]:
-    return [sys.executable, "-m", "mpslint.server.worker"]
+    return python_command("mpslint.server.worker")
 
 
 class Pool:
