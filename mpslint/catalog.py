@@ -33,7 +33,8 @@ SECTIONS = (
     "References",
 )
 REQUIRED_SECTIONS = ("What it does", "Why it matters on MPS", "Example", "Use instead")
-DOCS_URL = "https://github.com/mpslint/mpslint/blob/main/rules/{code}.md"
+HOME_URL = "https://github.com/mpslint/mpslint"
+DOCS_URL = HOME_URL + "/blob/main/rules/{code}.md"
 
 _FRONT = re.compile(r"\A---\n(?P<front>.*?)\n---\n(?P<body>.*)\Z", re.DOTALL)
 _SECTION = re.compile(r"^## +(?P<title>.+?) *$", re.MULTILINE)

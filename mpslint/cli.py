@@ -20,11 +20,11 @@ import click
 
 from mpslint import __version__
 from mpslint.options import selection_options, selection_overrides
+from mpslint.output import FORMATS as FORMAT_CHOICES, TEXT_FORMATS
 
 if TYPE_CHECKING:
     from mpslint.diagnostic import Diagnostic
 
-FORMAT_CHOICES = ("concise", "full", "json", "sarif", "github", "junit")
 # Subcommands whose module is imported only when used (the verifier belongs to another package area).
 LAZY_COMMANDS: Dict[str, Tuple[str, str, str]] = {
     "verify": ("mpslint.verify.command", "verify", "Run a script and report what happened on the mps device."),
@@ -185,7 +185,7 @@ def _check(
     except ConfigError as exc:
         raise UsageFailure(str(exc)) from None
     mode = Mode(fix=fix and not diff, diff=diff, unsafe=unsafe_fixes)
-    machine = output_format not in ("concise", "full")
+    machine = output_format not in TEXT_FORMATS
 
     try:
         if use_stdin:

@@ -77,7 +77,7 @@ def test_json_fields_follow_ruff():
     data = json.loads(render("json", [D_SAFE, D_MULTI], opts()))
     first = data[0]
     # Ruff's fields; `cell` is null outside notebooks, as in Ruff.
-    assert set(first) == {"cell", "code", "name", "message", "filename", "location", "end_location", "noqa_row", "url", "fix"}
+    assert set(first) == {"cell", "code", "name", "severity", "message", "filename", "location", "end_location", "noqa_row", "url", "fix"}
     assert first["cell"] is None
     assert first["code"] == "MPS990" and first["name"] == "test-cuda-call"
     assert first["filename"] == os.path.abspath("pkg/a.py")
@@ -215,3 +215,98 @@ def test_show_fixes():
     text = show_fixes([("a.py", Counter({"MPS990": 2, "MPS991": 1})), ("b.py", Counter())])
     assert text == "Fixed 3 findings:\n- a.py:\n    2 × MPS990 (test-cuda-call)\n    1 × MPS991 (test-double-call)\n"
     assert show_fixes([("a.py", Counter())]) == "No findings fixed.\n"
+
+
+# --- the formats Ruff users reach for: json-lines, grouped, pylint, azure, gitlab, rdjson -------------
+
+
+def test_json_has_rufflike_severity_and_json_lines_is_the_same_objects():
+    array = json.loads(render("json", ALL, opts()))
+    assert {entry["severity"] for entry in array} == {"error"}
+    lines = render("json-lines", ALL, opts()).splitlines()
+    assert [json.loads(line) for line in lines] == array
+
+
+def test_grouped():
+    assert render("grouped", ALL, opts()) == (
+        "pkg/a.py:\n"
+        "  2:5 MPS991 float64 is not supported on MPS\n"
+        "  3:5 MPS990 [*] `.cuda()` only works on CUDA\n"
+        "\n"
+        "pkg/b.py:\n"
+        "  4:3 MPS992 spans, lines: 100%\n"
+        "\n"
+        "pkg/c.py:\n"
+        "  1:7 MPS000 could not parse: invalid syntax\n"
+    )
+
+
+def test_pylint_lines_parse_as_pylints_parseable_format():
+    import re
+
+    parseable = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): \[(?P<code>[A-Z]+\d+)\] (?P<message>.+)$")
+    lines = render("pylint", ALL, opts()).splitlines()
+    assert [parseable.match(line).group("path", "line", "code") for line in lines] == [
+        ("pkg/a.py", "2", "MPS991"),
+        ("pkg/a.py", "3", "MPS990"),
+        ("pkg/b.py", "4", "MPS992"),
+        ("pkg/c.py", "1", "MPS000"),
+    ]
+
+
+def test_azure_logging_commands_escape_what_azure_decodes():
+    d = Diagnostic("MPS990", "a; b] 100%\nnext", "pkg/a.py", Location(3, 5), Location(3, 13), None, 3)
+    (line,) = render("azure", [d], opts()).splitlines()
+    assert line == (
+        "##vso[task.logissue type=error;sourcepath=pkg/a.py;linenumber=3;columnnumber=5;code=MPS990;]"
+        "pkg/a.py:3:5: a%3B b%5D 100%AZP25%0Anext"
+    )
+
+
+def test_gitlab_code_quality_report(monkeypatch, tmp_path):
+    monkeypatch.setenv("CI_PROJECT_DIR", os.getcwd())
+    moved = Diagnostic("MPS990", D_SAFE.message, "pkg/a.py", Location(9, 5), Location(9, 13), None, 9)
+    issues = json.loads(render("gitlab", ALL + [moved], opts()))
+    for issue in issues:
+        # The fields GitLab's Code Quality report format requires, with its severities.
+        assert set(issue) >= {"description", "check_name", "fingerprint", "severity", "location"}
+        assert issue["severity"] in {"info", "minor", "major", "critical", "blocker"}
+        assert issue["description"].startswith(issue["check_name"] + ": ")
+        assert isinstance(issue["location"]["path"], str)
+        assert issue["location"]["positions"]["begin"]["line"] >= 1
+    assert [i["location"]["path"] for i in issues[:2]] == ["pkg/a.py", "pkg/a.py"]
+    fingerprints = [i["fingerprint"] for i in issues]
+    assert len(set(fingerprints)) == len(fingerprints)  # equal findings in one file stay apart
+    # A finding keeps its fingerprint when lines above it move.
+    alone = json.loads(render("gitlab", [moved], opts()))[0]["fingerprint"]
+    assert alone == json.loads(render("gitlab", [D_SAFE], opts()))[0]["fingerprint"]
+
+
+def test_rdjson_is_reviewdogs_diagnostic_result_with_byte_columns():
+    d = Diagnostic("MPS990", "msg", "pkg/u.py", Location(1, 6), Location(1, 14), SAFE, 1)
+    source = {"pkg/u.py": "é = 1; x.cuda()\n"}
+    result = json.loads(render("rdjson", [d, D_SYNTAX], Options(source=source.get)))
+    assert result["source"]["name"] == "mpslint"
+    first, second = result["diagnostics"]
+    assert first["code"] == {"value": "MPS990", "url": catalog.DOCS_URL.format(code="MPS990")}
+    assert first["severity"] in {"ERROR", "WARNING", "INFO"}
+    # 'é' is two bytes in UTF-8: reviewdog's column 7 is our character 6.
+    assert first["location"] == {"path": "pkg/u.py", "range": {"start": {"line": 1, "column": 7}, "end": {"line": 1, "column": 15}}}
+    assert first["suggestions"] == [{"range": {"start": {"line": 3, "column": 5}, "end": {"line": 3, "column": 13}}, "text": "x.to(DEVICE)"}]
+    assert "suggestions" not in second
+
+
+@pytest.mark.parametrize("name", ["json-lines", "grouped", "pylint", "azure", "gitlab", "rdjson"])
+def test_new_formats_from_the_command_line(name, tmp_path):
+    from click.testing import CliRunner
+
+    from mpslint.cli import main
+
+    (tmp_path / "t.py").write_text("import torch\nx = torch.zeros(1).cuda()\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["--no-cache", "--output-format", name, str(tmp_path / "t.py")])
+    assert result.exit_code == 1, result.output
+    assert "MPS990" in result.output  # this module's stand-in rules
+    if name != "grouped":
+        assert "Found" not in result.output  # machine formats print nothing else
+    else:
+        assert "Found 1 finding" in result.output

@@ -1,8 +1,8 @@
 """Output formats: one module per format, imported only when a run uses it.
 
-Every format module has ``render(diagnostics, options) -> str``. ``concise``
-and ``full`` are for people (the CLI adds summary lines); the others are for
-machines and the CLI prints nothing else on stdout with them.
+Every format module has ``render(diagnostics, options) -> str``. ``concise``,
+``full`` and ``grouped`` are for people (the CLI adds summary lines); the others
+are for machines and the CLI prints nothing else on stdout with them.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from mpslint.diagnostic import Diagnostic, Location
 
-FORMATS = ("concise", "full", "json", "sarif", "github", "junit")
-TEXT_FORMATS = frozenset({"concise", "full"})
+FORMATS = ("concise", "full", "grouped", "json", "json-lines", "sarif", "github", "gitlab", "azure", "rdjson", "pylint", "junit")
+TEXT_FORMATS = frozenset({"concise", "full", "grouped"})  # for people: the CLI adds summary lines
 
 
 @dataclass
@@ -61,5 +61,5 @@ def fix_applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
 def render(name: str, diagnostics: Sequence[Diagnostic], options: Options) -> str:
     if name not in FORMATS:
         raise ValueError(f"unknown output format {name!r}")
-    module = importlib.import_module(f"mpslint.output.{name}")
+    module = importlib.import_module(f"mpslint.output.{name.replace('-', '_')}")
     return module.render(diagnostics, options)

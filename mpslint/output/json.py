@@ -33,6 +33,8 @@ def as_dict(d: Diagnostic) -> Dict[str, Any]:
         "cell": d.cell,
         "code": d.code,
         "name": registry.name_of(d.code),
+        # Ruff's field: every finding fails the run (exit 1), so each is an error.
+        "severity": "error",
         "message": d.message,
         "filename": os.path.abspath(d.filename) if d.filename != "-" else d.filename,
         "location": _location(d.location),

@@ -83,6 +83,8 @@ def _result(d: Diagnostic, index: Dict[str, int], options: Options) -> Dict[str,
 def render(diagnostics: Sequence[Diagnostic], options: Options) -> str:
     from mpslint import __version__
 
+    from mpslint import catalog
+
     rules = _rules()
     index = {rule["id"]: i for i, rule in enumerate(rules)}
     log = {
@@ -94,7 +96,7 @@ def render(diagnostics: Sequence[Diagnostic], options: Options) -> str:
                     "driver": {
                         "name": "mpslint",
                         "version": __version__,
-                        "informationUri": "https://github.com/mpslint/mpslint",
+                        "informationUri": catalog.HOME_URL,
                         "rules": rules,
                     }
                 },
