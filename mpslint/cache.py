@@ -238,3 +238,32 @@ def diagnostic_from_json(data: Dict[str, Any]) -> Diagnostic:
 
 def _cell(rest) -> Optional[int]:
     return int(rest[0]) if rest and rest[0] is not None else None
+
+
+def remove_caches(root: Path, extra: Optional[Path] = None) -> List[Path]:
+    """Delete every ``.mpslint_cache`` under ``root`` (and ``extra``) that mpslint made; the paths removed.
+
+    Only a folder holding the ``CACHEDIR.TAG`` mpslint writes is removed: a user's
+    own folder that happens to have the name is not ours to delete.
+    """
+    import shutil
+
+    found = []
+    for directory, subdirs, _ in os.walk(root):
+        if CACHE_DIR_NAME in subdirs:
+            found.append(Path(directory) / CACHE_DIR_NAME)
+            subdirs.remove(CACHE_DIR_NAME)
+    if extra is not None:
+        found.append(extra)
+    removed = []
+    for directory in found:
+        tag = directory / "CACHEDIR.TAG"
+        try:
+            ours = "created by mpslint" in tag.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if ours:
+            shutil.rmtree(directory, ignore_errors=True)
+            removed.append(directory)
+    return removed
+

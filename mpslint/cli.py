@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 import click
 
 from mpslint import __version__
-from mpslint.options import selection_options, selection_overrides
+from mpslint.options import configuration_options, resolver_for, selection_options, selection_overrides
 from mpslint.output import FORMATS as FORMAT_CHOICES, TEXT_FORMATS
 
 if TYPE_CHECKING:
@@ -42,7 +42,9 @@ class MpslintGroup(click.Group):
 
     def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
         group_flags = {"--help", "-h", "--version"}
-        if not args or (args[0] not in self.list_commands(ctx) and args[0] not in group_flags):
+        commands = self.list_commands(ctx)
+        if not args or (args[0] not in commands and args[0] not in group_flags):
+            _reject_mistyped_command(ctx, args[0] if args else None, commands)
             args = ["check", *args]
         return super().parse_args(ctx, args)
 
@@ -69,6 +71,21 @@ class MpslintGroup(click.Group):
         rows += [(name, help_text) for name, (_, _, help_text) in LAZY_COMMANDS.items() if name not in self.commands]
         with formatter.section("Commands"):
             formatter.write_dl(sorted(rows))
+
+
+def _reject_mistyped_command(ctx: click.Context, word: Optional[str], commands: List[str]) -> None:
+    """`mpslint reprot .` is a typo for `report`, not a path to check (Ruff: exit 2 with a tip).
+
+    Only a word that names nothing on disk and is close to a command: a file or
+    folder of that name is still checked, as any path is.
+    """
+    if not word or word.startswith("-") or os.path.lexists(word):
+        return
+    import difflib
+
+    close = difflib.get_close_matches(word, commands, n=1, cutoff=0.75)
+    if close:
+        raise click.UsageError(f"unrecognized subcommand {word!r}\n\n  tip: a similar subcommand exists: {close[0]!r}", ctx)
 
 
 def _unavailable(name: str, exc: BaseException) -> click.Command:
@@ -98,7 +115,11 @@ def main() -> None:
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or offer fixes that may change behaviour.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff and write nothing; exit 1 if there is one.")
 @click.option("--show-fixes", is_flag=True, help="List the fixes applied, per file.")
+@click.option("--fix-only", is_flag=True, help="Apply fixes and report nothing else; exit 0 whatever remains (implies --fix).")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODES` to every line with findings, and nothing else.")
+@click.option("--ignore-noqa", is_flag=True, help="Report (and fix) what `# noqa` comments suppress.")
 @selection_options
+@configuration_options
 @click.option(
     "--output-format",
     type=click.Choice(FORMAT_CHOICES),
@@ -106,13 +127,13 @@ def main() -> None:
     show_envvar=True,
     default="concise",
     show_default=True,
-    help="How to print findings; only concise and full add summary lines.",
+    help="How to print findings; only concise, full and grouped add summary lines.",
 )
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=str), help="Write the report to this file.")
 @click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a fix was applied, even if nothing remains.")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
+@click.option("-n", "--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option(
     "--cache-dir",
     envvar="MPSLINT_CACHE_DIR",
@@ -121,21 +142,33 @@ def main() -> None:
     help="Where to keep the cache (default: .mpslint_cache in the project root).",
 )
 @click.option("--torch-version", metavar="X.Y", help="The lowest torch version the code supports (overrides config).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=str), help="Use this config file for all files.")
 @click.option("--stdin-filename", metavar="PATH", help="The path of the code read from stdin (for config and messages).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: one per CPU).")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only: no summary, no warnings about the configuration or an empty run.")
+@click.option("-s", "--silent", is_flag=True, help="Print nothing; the exit code still says whether findings remain.")
+@click.option("--show-files", is_flag=True, help="Print the files that would be checked, then exit.")
+@click.option("--show-settings", is_flag=True, help="Print the settings the first file is checked with, then exit.")
+@click.option("-w", "--watch", is_flag=True, help="Check again whenever a checked file changes (Ctrl-C stops).")
+@click.option("--color", type=click.Choice(("auto", "always", "never")), default="auto", show_default=True,
+              help="Colour the findings; auto: on a terminal, unless NO_COLOR is set (FORCE_COLOR forces it).")
 @click.option("--strict", is_flag=True, help="Exit 2 when a rule crashed (MPS900) or a path could not be read (MPS001).")
 @click.option("-v", "--verbose", is_flag=True, help="Print the traceback of internal errors (MPS900).")
 @click.version_option(__version__, "--version", prog_name="mpslint", message="%(prog)s %(version)s")
-def check(paths: Tuple[str, ...], **flags) -> None:
+def check(paths: Tuple[str, ...], watch: bool, **flags) -> None:
     """Check PATHS (default: the current directory); `-` reads stdin."""
+    if watch:
+        from mpslint.watch import watch_and_check
+
+        sys.exit(watch_and_check(paths, lambda: _check_or_fail(paths, flags), flags))
+    sys.exit(_check_or_fail(paths, flags))
+
+
+def _check_or_fail(paths: Tuple[str, ...], flags: Dict[str, object]) -> int:
     try:
-        code = _check(paths, **flags)
+        return _check(paths, **flags)  # type: ignore[arg-type]
     except UsageFailure as exc:
         click.echo(f"error: {exc}", err=True)
-        code = 2
-    sys.exit(code)
+        return 2
 
 
 def _check(
@@ -145,12 +178,20 @@ def _check(
     unsafe_fixes: bool,
     diff: bool,
     show_fixes: bool,
+    fix_only: bool,
+    add_noqa: bool,
+    ignore_noqa: bool,
     select: Tuple[str, ...],
     extend_select: Tuple[str, ...],
     ignore: Tuple[str, ...],
     exclude: Tuple[str, ...],
     extend_exclude: Tuple[str, ...],
     force_exclude: bool,
+    config_options: Tuple[str, ...],
+    isolated: bool,
+    per_file_ignores: Tuple[str, ...],
+    extend_per_file_ignores: Tuple[str, ...],
+    respect_gitignore: Optional[bool],
     output_format: str,
     output_file: Optional[str],
     statistics: bool,
@@ -159,15 +200,23 @@ def _check(
     no_cache: bool,
     cache_dir: Optional[str],
     torch_version: Optional[str],
-    config_path: Optional[str],
     stdin_filename: Optional[str],
     jobs: Optional[int],
     quiet: bool,
+    silent: bool,
+    show_files: bool,
+    show_settings: bool,
+    color: str,
     strict: bool,
     verbose: bool,
 ) -> int:
-    from mpslint.config import ConfigError, ConfigResolver, check_torch_floor, parse_torch_version
+    from mpslint.config import ConfigError, check_torch_floor, parse_torch_version
     from mpslint.runner import Mode
+
+    if sum((fix_only, add_noqa, diff)) > 1:
+        raise UsageFailure("--fix-only, --add-noqa and --diff cannot be combined")
+    fix = fix or fix_only
+    quiet = quiet or silent
 
     use_stdin = "-" in paths or (stdin_filename is not None and not paths)
     if use_stdin and len(paths) > 1:
@@ -181,9 +230,20 @@ def _check(
             if warning is not None:
                 warnings.append(warning)
         overrides = selection_overrides(select, extend_select, ignore, exclude, extend_exclude, floor)
-        resolver = ConfigResolver(overrides, Path(config_path) if config_path else None)
+        resolver = resolver_for(overrides, config_options, isolated, per_file_ignores, extend_per_file_ignores,
+                                respect_gitignore, ignore_noqa)
     except ConfigError as exc:
         raise UsageFailure(str(exc)) from None
+    if show_files or show_settings:
+        if use_stdin and not stdin_filename:
+            raise UsageFailure("--show-files and --show-settings need paths (or --stdin-filename)")
+        from mpslint.show import print_files, print_settings
+
+        try:
+            shown = [stdin_filename] if use_stdin else list(paths) or ["."]
+            return (print_files if show_files else print_settings)(shown, resolver, force_exclude)
+        except ConfigError as exc:
+            raise UsageFailure(str(exc)) from None
     mode = Mode(fix=fix and not diff, diff=diff, unsafe=unsafe_fixes)
     machine = output_format not in TEXT_FORMATS
 
@@ -202,6 +262,17 @@ def _check(
             click.echo(f"warning: {warning}", err=True)
     if results is None:  # stdin named an excluded file
         return 0
+    if add_noqa:
+        if use_stdin:
+            raise UsageFailure("--add-noqa edits files: it cannot read stdin")
+        from mpslint.add_noqa import add_noqa_to_files
+
+        added, failures_ = add_noqa_to_files(results)
+        for path, message in failures_:
+            click.echo(f"error: {path}: {message}", err=True)
+        if not silent:
+            click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
+        return 2 if failures_ else 0
 
     from mpslint.diagnostic import IO_ERROR
     from mpslint.output import Options
@@ -252,39 +323,52 @@ def _check(
 
     from mpslint.output import render
 
-    options = Options(unsafe=unsafe_fixes, source=lambda path: _source(path, sources))
+    colour = _colour(color, output_file) and not machine
+    options = Options(unsafe=unsafe_fixes, source=lambda path: _source(path, sources), color=colour)
+    remaining_count = len(remaining)
+    if fix_only:
+        # What is left is not reported (Ruff's --fix-only); what could not be read or parsed still is.
+        remaining = [d for d in remaining if d.code in (IO_ERROR, "MPS000")]
+    if silent:
+        remaining = []
     pieces: List[str] = []
-    if statistics:
+    if statistics and not silent:
         pieces.append(render_statistics(remaining, unsafe=unsafe_fixes, as_json=output_format == "json"))
-    else:
+    elif not silent:
         pieces.append(render(output_format, remaining, options))
     notes: List[str] = []
-    if show_fixes and mode.fix:
+    if show_fixes and mode.fix and not silent:
         notes.append(render_show_fixes([(r.display, r.fixed) for r in results]))
     if not quiet and (not machine or stdin_fix):
-        lines = summary(remaining, fixed_total, unsafe=unsafe_fixes, fixing=mode.fix)
+        if fix_only:
+            lines = [f"Fixed {_plural(fixed_total)}." if fixed_total else "No fixes applied."]
+        else:
+            lines = summary(remaining, fixed_total, unsafe=unsafe_fixes, fixing=mode.fix)
         if not (remaining or fixed_total) and (failures or nothing_checked):
             lines = []  # "All checks passed!" only when every path asked for was checked
         floors = _fix_floors(results, resolver, mode.fix)
-        if floors and lines:
+        if floors and lines and (fixed_total or not fix_only):
             lines.append(floors)
         if lines:
             notes.append("\n".join(lines) + "\n")
     if machine:
-        _emit("".join(pieces), output_file, err=stdin_fix)
+        if not silent:
+            _emit("".join(pieces), output_file, err=stdin_fix)
         for note in notes:
             click.echo(note, err=True, nl=False)
     else:
         report = "".join(pieces)
-        if report and notes and output_format == "full" and not statistics:
-            report += "\n"  # the last source block and the summary are separate paragraphs
-        _emit(report + "".join(notes), output_file, err=stdin_fix)
+        if report and notes and output_format in ("full", "grouped") and not statistics:
+            report += "\n"  # the last block and the summary are separate paragraphs
+        _emit(report + "".join(notes), output_file, err=stdin_fix, color=colour)
 
     if failed:
         return 2
+    if fix_only:
+        return 1 if exit_non_zero_on_fix and fixed_total else 0
     if exit_zero:
         return 0
-    if remaining:
+    if remaining_count:
         return 1
     if exit_non_zero_on_fix and fixed_total:
         return 1
@@ -318,7 +402,20 @@ def _plural(n: int) -> str:
     return f"{n} finding" if n == 1 else f"{n} findings"
 
 
-def _emit(text: str, output_file: Optional[str], *, err: bool) -> None:
+def _colour(choice: str, output_file: Optional[str]) -> bool:
+    """Colour for people at a terminal; the NO_COLOR and FORCE_COLOR conventions (no-color.org, force-color.org)."""
+    if choice != "auto":
+        return choice == "always"
+    if output_file:
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    if os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty()
+
+
+def _emit(text: str, output_file: Optional[str], *, err: bool, color: bool = False) -> None:
     if output_file:
         path = Path(output_file)
         try:
@@ -329,7 +426,7 @@ def _emit(text: str, output_file: Optional[str], *, err: bool) -> None:
             raise UsageFailure(f"cannot write {output_file}: {exc.strerror or exc}") from None
         return
     if text:
-        click.echo(text, nl=False, err=err)
+        click.echo(text, nl=False, err=err, color=color or None)
 
 
 def _source(path: str, sources: Dict[str, str]) -> Optional[str]:
@@ -393,6 +490,17 @@ def _run_paths(paths: List[str], resolver, mode, force_exclude: bool, jobs, cach
     from mpslint.diagnostic import io_error
 
     return results, [io_error(path, message) for path, message in found.errors], {}
+
+
+@main.command("clean")
+@click.option("--cache-dir", envvar="MPSLINT_CACHE_DIR", show_envvar=True, type=click.Path(file_okay=False, path_type=str),
+              help="Also remove this cache folder.")
+def clean(cache_dir: Optional[str]) -> None:
+    """Remove mpslint's caches in the current directory and its subdirectories (Ruff's `clean`)."""
+    from mpslint.cache import remove_caches
+
+    for removed in remove_caches(Path("."), Path(cache_dir) if cache_dir else None):
+        click.echo(f"Removing cache at: {removed.as_posix()}", err=True)
 
 
 @main.command("rule")

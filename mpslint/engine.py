@@ -183,7 +183,7 @@ def check_module(
         # Analyses keep the context, the context keeps them: without this the file's whole
         # tree would wait for the cyclic collector instead of going when this returns.
         ctx.release()
-    if apply_noqa and diagnostics and _NOQA.search(text):  # tokenizing the file is not free
+    if apply_noqa and not settings.ignore_noqa and diagnostics and _NOQA.search(text):  # tokenizing is not free
         diagnostics = Suppressions.scan(text).filter(diagnostics)
     diagnostics.sort(key=Diagnostic.sort_key)
     return diagnostics
@@ -282,8 +282,20 @@ def _findings(ctx: Context, path: str) -> List[Diagnostic]:
             continue
         seen.add(key)
         fix = resolver.fix(report) if report.fix is not None else None
-        diagnostics.append(Diagnostic(report.code, report.message, path, start, end, fix=fix, noqa_row=start.row))
+        diagnostics.append(Diagnostic(report.code, report.message, path, start, end, fix=fix, noqa_row=_noqa_row(tree, row)))
     return diagnostics
+
+
+def _noqa_row(tree, row: int) -> int:
+    """Where a ``# noqa`` for a finding on ``row`` can go: past backslash continuations, as in Ruff.
+
+    A comment cannot follow a trailing backslash, so such a line's finding is
+    suppressed from the end of its logical line.
+    """
+    last = len(tree.line_starts)
+    while row < last and tree.line_text(row).rstrip("\r\n").endswith("\\"):
+        row += 1
+    return row
 
 
 class _EditResolver:

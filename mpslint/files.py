@@ -127,7 +127,13 @@ def discover(
             continue
         if force_exclude and _forced_out(absolute, config, resolver):
             continue
-        ignore = _gitignore_above(absolute.parent) if config.respect_gitignore else _GitIgnore()
+        ignore = _GitIgnore()
+        if config.respect_gitignore:
+            ignore = _gitignore_above(absolute.parent)
+            if ignore.ignored(absolute, True):
+                # Named on the command line, so checked (as Ruff does): the .gitignore files above it
+                # that ignore it as a whole would otherwise drop everything in it.
+                ignore = _GitIgnore()
         _walk(path, absolute, ignore, resolver, found, seen_files, visited_dirs)
     found.files.sort(key=lambda item: item[0].as_posix())
     found.errors.sort()

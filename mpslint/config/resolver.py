@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, TypeVar
 
+from mpslint.config.extend import extended_table
 from mpslint.config.project import ProjectConfig
 from mpslint.config.settings import Overrides
 from mpslint.config.table import build_config, load_config_file
@@ -76,6 +77,8 @@ class ConfigResolver:
         return config
 
     def _config_in(self, directory: Path) -> Optional[ProjectConfig]:
+        if self.overrides.isolated:
+            return None
         for name in CONFIG_FILES:
             candidate = directory / name
             if not candidate.is_file():
@@ -83,6 +86,7 @@ class ConfigResolver:
             table = mpslint_table(candidate, read_toml(candidate))
             if table is None:
                 continue  # a pyproject.toml without [tool.mpslint]: keep looking upwards
+            table = extended_table(candidate, table)
             config = build_config(table, root=directory, path=candidate, overrides=self.overrides)
             self._note(config)
             return config

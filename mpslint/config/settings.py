@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import FrozenSet, Iterable, Optional, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, Optional, Tuple
 
 
 class ConfigError(Exception):
@@ -35,6 +35,8 @@ class Settings:
     torch_version_origin: str = field(default="", metadata={"config": False})
     device_helper: str = "inline"
     report_interval_guarded: bool = False
+    # `--ignore-noqa`: report (and fix) what `# noqa` comments suppress. A command-line switch, as in Ruff.
+    ignore_noqa: bool = field(default=False, metadata={"config": False})
 
     def with_codes(self, codes: Iterable[str]) -> "Settings":
         return replace(self, select=frozenset(codes))
@@ -50,3 +52,11 @@ class Overrides:
     exclude: Optional[Tuple[str, ...]] = None
     extend_exclude: Tuple[str, ...] = ()
     torch_version: Optional[TorchVersion] = None
+    # `--config "key = value"`: config keys that beat every config file's (Ruff's inline --config).
+    inline: Dict[str, Any] = field(default_factory=dict)
+    # `--extend-per-file-ignores "glob:CODES"`: added to the config's per-file-ignores.
+    extend_per_file_ignores: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    respect_gitignore: Optional[bool] = None
+    ignore_noqa: bool = False
+    # `--isolated`: no config file is read; every file gets the defaults.
+    isolated: bool = False

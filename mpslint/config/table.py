@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from mpslint.config.extend import extended_table
 from mpslint.config.globs import PerFileIgnore
 from mpslint.config.project import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, ProjectConfig
 from mpslint.config.selectors import resolve_selectors
@@ -38,10 +39,13 @@ def build_config(
     """
     source = str(path) if path is not None else "command line"
     fields = settings_fields()
-    for key in table:
-        if key not in _SPECIAL_KEYS and key not in fields:
-            known = ", ".join(sorted(set(_SPECIAL_KEYS) | set(fields)))
-            raise ConfigError(f"{source}: unknown key `{key}` in [tool.mpslint] (known keys: {known})")
+    _check_keys(table, source, fields)
+    if overrides.inline:
+        # `--config "key = value"` beats the file, key by key; its mistakes are the option's.
+        _check_keys(overrides.inline, "--config", fields)
+        table = {**table, **overrides.inline}
+        if any(key in overrides.inline for key in _SELECTION_KEYS):
+            source = f"{source} with --config"
 
     # Ruff's layering: the config file, then the command line. A layer's `select` resets the choice.
     codes = set(every_rule())
@@ -56,7 +60,7 @@ def build_config(
     codes |= resolve_selectors(overrides.extend_select, setting="--extend-select")
     codes -= resolve_selectors(overrides.ignore, setting="--ignore")
 
-    values: Dict[str, Any] = {}
+    values: Dict[str, Any] = {"ignore_noqa": overrides.ignore_noqa}
     for key, name in fields.items():
         if key in table:
             values[name] = coerce_field(name, table[key], source)
@@ -83,7 +87,7 @@ def build_config(
     raw = table.get("per-file-ignores", {})
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: `per-file-ignores` must be a table of glob = [codes], got {raw!r}")
-    for pattern, selectors in raw.items():
+    for pattern, selectors in [*raw.items(), *((p, list(c)) for p, c in overrides.extend_per_file_ignores.items())]:
         negated = pattern.startswith("!")
         key = f"per-file-ignores.{pattern!r}"
         per_file.append(PerFileIgnore(pattern[1:] if negated else pattern, negated, codes_in(selectors, key, source)))
@@ -99,6 +103,8 @@ def build_config(
     respect = table.get("respect-gitignore", True)
     if not isinstance(respect, bool):
         raise ConfigError(f"{source}: `respect-gitignore` must be true or false, got {respect!r}")
+    if overrides.respect_gitignore is not None:
+        respect = overrides.respect_gitignore
     return ProjectConfig(
         root=root,
         path=path,
@@ -113,9 +119,17 @@ def build_config(
     )
 
 
+def _check_keys(table: Dict[str, Any], source: str, fields: Dict[str, str]) -> None:
+    for key in table:
+        if key not in _SPECIAL_KEYS and key not in fields:
+            inline = source == "--config"
+            known = ", ".join(sorted(set(_SPECIAL_KEYS) | set(fields) | (set() if inline else {"extend"})))
+            where = "" if inline else " in [tool.mpslint]"
+            raise ConfigError(f"{source}: unknown key `{key}`{where} (known keys: {known})")
+
+
 def load_config_file(path: Path, overrides: Overrides = Overrides()) -> ProjectConfig:
     """``--config FILE``: that file's settings, rooted at its directory."""
     path = Path(os.path.abspath(path))
-    data = read_toml(path)
-    table = mpslint_table(path, data)
-    return build_config(table or {}, root=path.parent, path=path, overrides=overrides)
+    table = extended_table(path, mpslint_table(path, read_toml(path)) or {})
+    return build_config(table, root=path.parent, path=path, overrides=overrides)

@@ -30,6 +30,15 @@ def read_toml(path: Path) -> Dict[str, Any]:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
+def parse_toml_text(text: str) -> Dict[str, Any]:
+    """A TOML document from a string (``--config "key = value"``); ValueError when it is not TOML."""
+    tomllib = _toml()
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def mpslint_table(path: Path, data: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The mpslint settings in a config file, or None when a pyproject.toml has none."""
     section = data.get("tool", {}).get("mpslint") if isinstance(data.get("tool"), dict) else None

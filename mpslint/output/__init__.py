@@ -20,6 +20,7 @@ TEXT_FORMATS = frozenset({"concise", "full", "grouped"})  # for people: the CLI 
 @dataclass
 class Options:
     unsafe: bool = False  # whether unsafe fixes count as applicable (the `[*]` marker)
+    color: bool = False  # ANSI colours in the formats for people (concise, grouped, full)
     # display path -> the file's current text (for `full`), or None when unavailable
     source: Callable[[str], Optional[str]] = field(default=lambda path: None)
     _notebooks: Dict[str, Any] = field(default_factory=dict, repr=False)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
+import click
+
 from mpslint.diagnostic import Diagnostic
 from mpslint.output import Options
 from mpslint.output.concise import header
@@ -52,7 +54,8 @@ def _block(d: Diagnostic, lines: Optional[List[str]], options: Options) -> str:
         pad = "".join(ch if ch == "\t" else " " for ch in line[:start])
         out.append(f"{gutter} |")
         out.append(f"{row} | {line}")
-        out.append(f"{gutter} | {pad}{'^' * width} {d.code}")
+        carets = f"{'^' * width} {d.code}"
+        out.append(f"{gutter} | {pad}{click.style(carets, fg='red', bold=True) if options.color else carets}")
         out.append(f"{gutter} |")
         if d.fix is not None and d.fix.message:
             out.append(f"{gutter} = help: {d.fix.message}")

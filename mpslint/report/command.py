@@ -15,7 +15,7 @@ from typing import List, Optional
 
 import click
 
-from mpslint.options import selection_options, selection_overrides, split_commas
+from mpslint.options import configuration_options, resolver_for, selection_options, selection_overrides, split_commas
 
 FORMATS = ("markdown", "html", "json")
 SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown", ".json": "json"}
@@ -47,11 +47,11 @@ def output_format_for(output_format: Optional[str], output_file: Optional[str]) 
 @click.option("--cache-dir", envvar="MPSLINT_CACHE_DIR", show_envvar=True,
               type=click.Path(file_okay=False, path_type=str), help="Where the check's cache lives.")
 @click.option("--torch-version", metavar="X.Y", help="The lowest torch version the code supports (overrides config).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=str),
-              help="Use this config file for all files.")
+@configuration_options
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: one per CPU).")
 def report(paths, output_format, output_file, verify_reports, max_findings, select, extend_select, ignore, exclude,
-           extend_exclude, force_exclude, no_cache, cache_dir, torch_version, config_path, jobs) -> None:
+           extend_exclude, force_exclude, no_cache, cache_dir, torch_version, config_options, isolated, per_file_ignores,
+           extend_per_file_ignores, respect_gitignore, jobs) -> None:
     """Summarise PATHS (default: the current directory) as a migration plan for MPS.
 
     What fails on MPS, what slows it down, how much `mpslint --fix` fixes,
@@ -60,7 +60,7 @@ def report(paths, output_format, output_file, verify_reports, max_findings, sele
     check` (same files, config, selection and cache) and runs the fixer in
     memory: no file is written.
     """
-    from mpslint.config import ConfigError, ConfigResolver, parse_torch_version
+    from mpslint.config import ConfigError, parse_torch_version
     from mpslint.report import runtime
 
     fmt = output_format_for(output_format, output_file)
@@ -69,7 +69,8 @@ def report(paths, output_format, output_file, verify_reports, max_findings, sele
     try:
         floor = parse_torch_version(torch_version) if torch_version is not None else None
         overrides = selection_overrides(select, extend_select, ignore, exclude, extend_exclude, floor)
-        resolver = ConfigResolver(overrides, Path(config_path) if config_path else None)
+        resolver = resolver_for(overrides, config_options, isolated, per_file_ignores, extend_per_file_ignores,
+                                respect_gitignore)
         for path in verify_reports:  # a bad report is a usage error before the (long) check, not after
             runtime.read(path)
     except (ConfigError, runtime.RuntimeReportError) as exc:
@@ -85,7 +86,8 @@ def report(paths, output_format, output_file, verify_reports, max_findings, sele
     try:
         result = collect(list(paths) or ["."], resolver, force_exclude=force_exclude, jobs=jobs, cache_dir=cache_path,
                          verify_reports=verify_reports, max_findings=max_findings,
-                         flags=_repeatable_flags(select, extend_select, ignore, torch_version, config_path))
+                         flags=_repeatable_flags(select, extend_select, ignore, torch_version, config_options, isolated,
+                                                 per_file_ignores, extend_per_file_ignores, respect_gitignore))
     except (ConfigError, runtime.RuntimeReportError) as exc:
         _fail(str(exc))
     text = render(fmt, result)
@@ -107,7 +109,8 @@ def render(fmt: str, result) -> str:
     return module.render(result)
 
 
-def _repeatable_flags(select, extend_select, ignore, torch_version, config_path) -> List[str]:
+def _repeatable_flags(select, extend_select, ignore, torch_version, config_options, isolated, per_file_ignores,
+                      extend_per_file_ignores, respect_gitignore) -> List[str]:
     """The options the suggested commands must repeat to check what this report checked."""
     flags: List[str] = []
     for name, values in (("--select", select), ("--extend-select", extend_select), ("--ignore", ignore)):
@@ -115,8 +118,15 @@ def _repeatable_flags(select, extend_select, ignore, torch_version, config_path)
             flags += [name, ",".join(split_commas(values))]
     if torch_version:
         flags += ["--torch-version", torch_version]
-    if config_path:
-        flags += ["--config", config_path]
+    for value in config_options:
+        flags += ["--config", value]
+    if isolated:
+        flags.append("--isolated")
+    for name, values in (("--per-file-ignores", per_file_ignores), ("--extend-per-file-ignores", extend_per_file_ignores)):
+        for value in values:
+            flags += [name, value]
+    if respect_gitignore is not None:
+        flags.append("--respect-gitignore" if respect_gitignore else "--no-respect-gitignore")
     return flags
 
 
