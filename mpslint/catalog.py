@@ -95,6 +95,20 @@ def rules_dir() -> Path:
     return packaged if packaged.is_dir() else here.parent / "rules"
 
 
+def _scalar(value: str) -> str:
+    """A front-matter value as YAML reads it: a double-quoted string's escapes (``\\"``) decoded, ``''`` in a single-quoted one."""
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        import json
+
+        try:
+            return json.loads(value)  # a JSON string is a YAML double-quoted scalar
+        except ValueError:
+            return value[1:-1]
+    if len(value) >= 2 and value[0] == value[-1] == "'":
+        return value[1:-1].replace("''", "'")
+    return value
+
+
 def parse(path: Path) -> RuleDoc:
     text = path.read_text(encoding="utf-8").replace("\r\n", "\n")
     match = _FRONT.match(text)
@@ -106,9 +120,7 @@ def parse(path: Path) -> RuleDoc:
             continue
         key, _, value = line.partition(":")
         value = value.split(" #", 1)[0].strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = value[1:-1]
-        front[key.strip()] = value
+        front[key.strip()] = _scalar(value)
     return RuleDoc(
         code=front["code"],
         name=front["name"],

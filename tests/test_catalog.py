@@ -98,3 +98,13 @@ def test_fixing_the_example_gives_use_instead(code, before, after):
     outcome = fix_text(before, "example.py", _settings_for(doc), unsafe=doc.fix in {"unsafe", "sometimes"})
     assert outcome.error is None
     assert outcome.text == after
+
+
+def test_front_matter_reads_as_yaml_reads_it():
+    """The catalog's small reader (linting must not import a YAML library) agrees with a real YAML parser."""
+    yaml = pytest.importorskip("yaml")
+    for doc in catalog.load().values():
+        text = doc.path.read_text(encoding="utf-8")
+        front = yaml.safe_load(text.split("---\n")[1])
+        assert {k: str(v) for k, v in front.items()} == doc.front, doc.code
+        assert '\\"' not in doc.summary

@@ -288,8 +288,10 @@ def test_no_findings_is_a_clean_verdict(tmp_path, monkeypatch):
 
 def test_a_path_that_cannot_be_read_is_an_io_error_finding_as_in_check(repo):
     result = run("report", "--output-format", "json", "code/cuda", "missing.py")
-    assert result.exit_code == 0, result.output  # a plan, not a gate: findings never fail it
+    # A plan, not a gate, but an incomplete one: exit 2, as for a file the run could not finish.
+    assert result.exit_code == 2, result.output
     data = json.loads(result.stdout)
+    assert data["verdict"] == "unread"
     assert json_counts(data) == {c: r["count"] for c, r in statistics("code/cuda", "missing.py").items()}
     row = next(f for f in data["files"] if f["path"] == "missing.py")
     assert [(d["code"], d["message"]) for d in row["findings"]] == [("MPS001", "No such file or directory")]
@@ -304,6 +306,21 @@ def test_a_path_that_cannot_be_read_is_an_io_error_finding_as_in_check(repo):
 )
 def test_output_format_defaults_to_markdown_or_the_file_suffix(fmt, name, expected):
     assert output_format_for(fmt, name) == expected
+
+
+def test_a_report_of_nothing_readable_never_says_it_runs(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    result = run("report", "missing.py")
+    assert result.exit_code == 2
+    assert "Not checked: 1 path could not be read (MPS001)." in result.stdout
+    assert "Runs on MPS" not in result.stdout
+
+
+def test_an_output_file_of_unknown_kind_is_a_usage_error(repo):
+    result = run("report", "code", "-o", "plan.pdf")
+    assert result.exit_code == 2 and "cannot tell the report format" in result.stderr
+    assert not (repo / "plan.pdf").exists()
+    assert run("report", "code", "-o", "plan.pdf", "--output-format", "html").exit_code == 0
 
 
 def test_output_file(repo):

@@ -42,7 +42,7 @@ h3 { margin-bottom: 4px; word-break: break-all; }
 .meta, .note { color: var(--muted); }
 .verdict { font-size: 1.25em; font-weight: 600; margin: 16px 0; padding: 12px 16px; border-radius: 6px;
   background: var(--card); border-left: 6px solid var(--other); }
-.verdict-work, .verdict-fix, .verdict-unsafe-fix { border-left-color: var(--fails); }
+.verdict-work, .verdict-fix, .verdict-unsafe-fix, .verdict-unread { border-left-color: var(--fails); }
 .verdict-runs { border-left-color: var(--slows); } .verdict-clean { border-left-color: var(--fixed); }
 .numbers { display: flex; gap: 12px; flex-wrap: wrap; margin: 12px 0; }
 .number { flex: 1 1 200px; background: var(--card); border-radius: 6px; padding: 10px 14px; }

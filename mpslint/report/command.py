@@ -1,10 +1,10 @@
 """``mpslint report [PATHS]``: the click command (registered lazily by ``mpslint.cli``).
 
 Exit codes: 0 the report was written; 2 a usage or configuration error (no
-report), or a file the run could not finish (the report is still written and
-names it, as ``mpslint check`` exits 2 then too). Findings never make the exit
-code non-zero, a path that cannot be read (MPS001) included: a report is a
-plan, not a gate (``mpslint check`` is the gate).
+report), a file the run could not finish, or a path that could not be read
+(MPS001): the report is still written and names them, and its verdict says the
+check is incomplete. Other findings never make the exit code non-zero: a report
+is a plan, not a gate (``mpslint check`` is the gate).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import click
 from mpslint.options import configuration_options, resolver_for, selection_options, selection_overrides, split_commas
 
 FORMATS = ("markdown", "html", "json")
-SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown", ".json": "json"}
+SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown", ".txt": "markdown", ".json": "json"}
 
 
 def output_format_for(output_format: Optional[str], output_file: Optional[str]) -> str:
@@ -26,7 +26,12 @@ def output_format_for(output_format: Optional[str], output_file: Optional[str]) 
     if output_format:
         return output_format
     if output_file:
-        return SUFFIXES.get(Path(output_file).suffix.lower(), "markdown")
+        suffix = Path(output_file).suffix.lower()
+        if suffix not in SUFFIXES:
+            known = ", ".join(sorted(SUFFIXES))
+            _fail(f"cannot tell the report format from {output_file!r}: name the file with {known}, "
+                  "or give --output-format markdown, html or json")
+        return SUFFIXES[suffix]
     return "markdown"
 
 
@@ -96,7 +101,7 @@ def report(paths, output_format, output_file, verify_reports, max_findings, sele
         click.echo(f"error: {path}: {message}", err=True)
     if output_file:
         click.echo(f"Wrote the {fmt} report to {output_file}: {result.verdict_text}", err=True)
-    sys.exit(2 if result.errors else 0)
+    sys.exit(2 if result.errors or result.verdict == "unread" else 0)
 
 
 def render(fmt: str, result) -> str:

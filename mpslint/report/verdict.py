@@ -22,7 +22,22 @@ def directories(n: int) -> str:
 
 
 def verdict(report: Report) -> Tuple[str, str]:
-    """(key, sentence): clean, runs, fix, unsafe-fix or work."""
+    """(key, sentence): unread, clean, runs, fix, unsafe-fix or work."""
+    c = report.counts
+    unread = sum(row.count for row in report.rules if row.code == "MPS001")
+    if unread:
+        # Nothing can be said of code mpslint could not read: never "Runs on MPS" then.
+        read = f" Of the {plural(report.files_checked, 'file')} read: " if report.files_checked else ""
+        what = "Incomplete" if report.files_checked else "Not checked"
+        key, text = "unread", f"{what}: {plural(unread, 'path')} could not be read (MPS001)."
+        if read:
+            _, rest = _verdict_of_read(report)
+            text += read + rest[0].lower() + rest[1:]
+        return key, text
+    return _verdict_of_read(report)
+
+
+def _verdict_of_read(report: Report) -> Tuple[str, str]:
     c = report.counts
     if c.findings == 0:
         key, text = "clean", "No findings: nothing mpslint checks stands in the way of MPS."
