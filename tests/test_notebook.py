@@ -295,3 +295,30 @@ def test_unguarded_workers_are_not_reported_in_notebooks(work):
     (work / "w.py").write_text("".join(nb["cells"][0]["source"]) + "\n")
     output = run("--no-cache", "w.ipynb", "w.py").stdout
     assert [line.split(":")[0] for line in output.splitlines() if "MPS403" in line] == ["w.py"]
+
+
+def _notebook(path: Path, cells) -> Path:
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    nbformat.write(notebook, str(path))
+    return path
+
+
+def test_messages_name_cells_and_their_lines_not_the_programs(work):
+    """A message that points at another line says the cell and the line in it, never "line 195" of the joined program."""
+    _notebook(work / "env.ipynb", ["import torch\n", "x = 1\n", 'import os\nos.environ["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"\n'])
+    out = run("--select", "MPS505", "env.ipynb").stdout
+    assert "env.ipynb:cell 3:2:" in out
+    assert "(cell 1, line 1)" in out, out
+    assert "(line 1)" not in out
+
+
+def test_report_places_notebook_findings_in_their_cells(work):
+    _notebook(work / "nb.ipynb", ["import torch\nx = torch.zeros(1).cuda()\n", "y = torch.zeros(1).cuda()\n"])
+    markdown = run("report", "nb.ipynb").stdout
+    assert "- cell 1:2:5 " in markdown and "- cell 2:1:5 " in markdown
+    html = run("report", "--output-format", "html", "nb.ipynb").stdout
+    assert '<span class="loc">cell 1:2:5</span>' in html and '<span class="loc">cell 2:1:5</span>' in html
+    data = json.loads(run("report", "--output-format", "json", "nb.ipynb").stdout)
+    assert sorted((f["cell"], f["row"]) for f in data["files"][0]["findings"]) == [(1, 2), (2, 1)]

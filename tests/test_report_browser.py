@@ -136,3 +136,25 @@ def test_dark_mode_and_print(page_of):
     assert page.locator("#findings").is_visible()
     pdf = page.pdf()
     assert pdf.startswith(b"%PDF") and len(pdf) > 10_000
+
+
+def test_phone_width_keeps_labels_readable_and_paths_whole(page_of):
+    """At 390 px (a phone) chart labels keep their size and a path wraps at `/`, never a character per line."""
+    page, _, events = page_of
+    page.set_viewport_size({"width": 390, "height": 844})
+    sizes = page.evaluate(
+        """() => [...document.querySelectorAll('svg.chart text.label')].slice(0, 20).map(t => {
+               const box = t.getBoundingClientRect(); return box.height; })"""
+    )
+    assert sizes and min(sizes) >= 10  # 12 px labels; a shrunken chart drew them at about 4 px
+    heights = page.evaluate(
+        """() => [...document.querySelectorAll('#where td.path a, section.file h3')].slice(0, 30).map(n => {
+               const style = getComputedStyle(n); const line = parseFloat(style.lineHeight) || 20;
+               return [n.textContent, n.getBoundingClientRect().width, Math.round(n.getBoundingClientRect().height / line)]; })"""
+    )
+    for text, width, lines in heights:
+        segments = text.count("/") + 1
+        assert lines <= segments, (text, width, lines)  # wraps only after a `/`
+        assert width >= 60, (text, width)
+    page.set_viewport_size({"width": 1100, "height": 900})
+    assert events["errors"] == []

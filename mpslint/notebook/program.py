@@ -18,12 +18,15 @@ cell) goes to the end of the earlier cell: that is the code it follows.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from mpslint.diagnostic import Diagnostic, Edit, Fix, Location
 from mpslint.notebook.ipython import PythonCell, as_python
 from mpslint.source import line_starts, location_of, offset_of
+
+_LINE_REFERENCE = re.compile(r"\bline (\d+)\b")  # how rule messages name another line of the file
 
 # A cell-level edit: (cell number, start offset, end offset, content), offsets into the cell's source.
 CellEdit = Tuple[int, int, int, str]
@@ -140,7 +143,18 @@ class Program:
         fix = diagnostic.fix
         if fix is not None:
             fix = self.fix_in_cells(fix)
-        return replace(diagnostic, location=start, end_location=end, noqa_row=noqa_row, fix=fix, cell=cell.number)
+        message = self.message_in_cells(diagnostic.message)
+        return replace(diagnostic, message=message, location=start, end_location=end, noqa_row=noqa_row, fix=fix,
+                       cell=cell.number)
+
+    def message_in_cells(self, message: str) -> str:
+        """``line 195`` of the program, in a message, becomes ``cell 8, line 3``: nobody sees the program's lines."""
+
+        def in_cell(match: "re.Match[str]") -> str:
+            cell, location = self.in_cell(Location(int(match.group(1)), 1))
+            return match.group(0) if cell is None else f"cell {cell.number}, line {location.row}"
+
+        return _LINE_REFERENCE.sub(in_cell, message) if "line " in message else message
 
     def fix_in_cells(self, fix: Fix) -> Optional[Fix]:
         """The fix with its edits in cell coordinates (each edit names its cell), or None if it cannot be mapped."""

@@ -38,7 +38,7 @@ body { margin: 0 auto; max-width: 1000px; padding: 24px; background: var(--bg); 
   font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; }
 a { color: var(--link); }
 h1 { font-size: 1.6em; margin: 0 0 4px; } h2 { margin-top: 2em; border-bottom: 1px solid var(--line); }
-h3 { margin-bottom: 4px; word-break: break-all; }
+h3 { margin-bottom: 4px; overflow-wrap: break-word; }
 .meta, .note { color: var(--muted); }
 .verdict { font-size: 1.25em; font-weight: 600; margin: 16px 0; padding: 12px 16px; border-radius: 6px;
   background: var(--card); border-left: 6px solid var(--other); }
@@ -52,12 +52,16 @@ h3 { margin-bottom: 4px; word-break: break-all; }
 table { border-collapse: collapse; width: 100%; margin: 8px 0; }
 th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-td.path { word-break: break-all; }
+td.path { overflow-wrap: break-word; min-width: 10em; }
 code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.9em; }
 code { background: var(--code); padding: 0 3px; border-radius: 3px; }
 pre { background: var(--code); padding: 10px 12px; border-radius: 6px; overflow-x: auto; white-space: pre-wrap; }
 pre code { background: none; padding: 0; }
+.chart-box, .table-box { overflow-x: auto; }
 .chart { display: block; max-width: 100%; height: auto; margin: 8px 0; font-size: 12px; }
+@media (max-width: 720px) {
+  .chart { width: var(--chart-width); max-width: none; }
+}
 .chart .label, .chart .value { fill: var(--fg); } .chart .track { fill: var(--track); }
 .chart .fails { fill: var(--fails); } .chart .slows { fill: var(--slows); } .chart .other { fill: var(--other); }
 .chart .fixed { fill: var(--fixed); } .chart .unsafe { fill: var(--unsafe); } .chart .left { fill: var(--left); }
@@ -89,6 +93,11 @@ footer { margin-top: 3em; color: var(--muted); font-size: 0.9em; }
 
 def e(value: object) -> str:
     return escape(str(value), quote=True)
+
+
+def path_html(path: str) -> str:
+    """A path that may wrap after a ``/`` only: never one character per line on a narrow screen."""
+    return e(path).replace("/", "/<wbr>")
 
 
 def render(report: Report) -> str:
@@ -204,8 +213,8 @@ def _where(report: Report) -> str:
         f'<tr><td class="path">{_file_link(report, f.anchor, f.path)}</td>{_count_cells(f.counts)}</tr>'
         for f in report.files
     )
-    table = ('<table><thead><tr><th>file</th><th class="n">fail</th><th class="n">slow</th><th class="n">other</th>'
-             '<th class="n">fixed by --fix</th></tr></thead><tbody>' + rows + "</tbody></table>")
+    table = ('<div class="table-box"><table><thead><tr><th>file</th><th class="n">fail</th><th class="n">slow</th><th class="n">other</th>'
+             '<th class="n">fixed by --fix</th></tr></thead><tbody>' + rows + "</tbody></table></div>")
     return (f'<section id="where"><h2>Where</h2><p>{e(directories(len(report.directories)))}, '
             f"{e(plural(len(report.files), 'file'))} with findings; the files that fail on MPS most come first.</p>"
             f"{chart}{_legend(FAILS, SLOWS, OTHER)}{shown}{table}</section>")
@@ -218,7 +227,7 @@ def _listed(report: Report) -> List[FileRow]:
 def _file_link(report: Report, anchor: Optional[str], text: str) -> str:
     """A link to the file's findings when the page lists them, else its name."""
     if anchor and any(f.anchor == anchor for f in _listed(report)):
-        return f'<a href="#{e(anchor)}">{e(text)}</a>'
+        return f'<a href="#{e(anchor)}">{path_html(text)}</a>'
     return e(text)
 
 
@@ -244,9 +253,9 @@ def _what(report: Report) -> str:
         f'<td class="n">{r.fixed_unsafe}</td><td class="n"><code>{e(r.mark)}</code></td></tr>'
         for r in report.rules
     )
-    table = ('<table><thead><tr><th>rule</th><th>impact</th><th class="n">findings</th><th class="n">files</th>'
+    table = ('<div class="table-box"><table><thead><tr><th>rule</th><th>impact</th><th class="n">findings</th><th class="n">files</th>'
              '<th class="n">--fix</th><th class="n">--unsafe-fixes</th><th class="n">statistics</th></tr></thead>'
-             f"<tbody>{rows}</tbody></table>")
+             f"<tbody>{rows}</tbody></table></div>")
     return (f'<section id="what"><h2>What</h2>{chart}{_legend("fixed", "unsafe", "left")}{table}'
             '<p class="note">The last column is the fix marker <code>mpslint --statistics</code> prints: '
             "<code>[*]</code> fixed by <code>--fix</code>, <code>[-]</code> with <code>--unsafe-fixes</code>.</p>"
@@ -274,8 +283,8 @@ def _ops(report: Report) -> str:
         f'<td class="n">{r.count}</td><td class="n">{r.files}</td><td>{e(op_status(r))}</td></tr>'
         for r in report.ops
     )
-    return (head + '<table><thead><tr><th>op</th><th>called as</th><th class="n">calls</th><th class="n">files</th>'
-            f"<th>at the project's torch floor</th></tr></thead><tbody>{rows}</tbody></table>"
+    return (head + '<div class="table-box"><table><thead><tr><th>op</th><th>called as</th><th class="n">calls</th><th class="n">files</th>'
+            f"<th>at the project's torch floor</th></tr></thead><tbody>{rows}</tbody></table></div>"
             '<p class="note">Without a kernel an op raises <code>NotImplementedError</code> on mps unless '
             "<code>PYTORCH_ENABLE_MPS_FALLBACK=1</code> runs it on the CPU, with a copy each way.</p></section>")
 
@@ -376,12 +385,12 @@ def _file(f: FileRow) -> str:
             badges.append('<span class="badge">--unsafe-fixes</span>')
         if d.runtime:
             badges.append(f'<span class="badge {e(d.runtime)}">runtime: {e(d.runtime)}</span>')
-        items.append(f'<li><span class="loc">{d.row}:{d.column}</span> <a href="#rule-{e(d.code)}">{e(d.code)}</a> '
+        items.append(f'<li><span class="loc">{e(d.where)}</span> <a href="#rule-{e(d.code)}">{e(d.code)}</a> '
                      f"{_md_code(d.message)} {' '.join(badges)}</li>")
     more = ""
     if f.omitted:
         more = (f'<p class="note">and {f.omitted} more: <code>mpslint {e(_quote(f.path))}</code> lists them all.</p>')
-    return (f'<section class="file" id="{e(f.anchor)}"><h3>{e(f.path)}</h3><p class="meta">{e(", ".join(facts))}</p>'
+    return (f'<section class="file" id="{e(f.anchor)}"><h3>{path_html(f.path)}</h3><p class="meta">{e(", ".join(facts))}</p>'
             f'<ol class="findings">{"".join(items)}</ol>{more}</section>')
 
 

@@ -120,7 +120,7 @@ def _where(report: Report) -> List[str]:
         for d in shown:
             marks = {"safe": " [\\*]", "unsafe": " [-]"}.get(d.fix or "", "")
             runtime = f" (runtime: {d.runtime})" if d.runtime else ""
-            out.append(f"- {d.row}:{d.column} {rule_link(d.code)}{marks} {message(d.message)}{runtime}")
+            out.append(f"- {text(d.where)} {rule_link(d.code)}{marks} {message(d.message)}{runtime}")
         listed += len(shown)
         hidden = f.counts.findings - len(shown)
         if hidden:

@@ -43,6 +43,8 @@ def bars(rows: Sequence[Bar], *, title: str, width: int = 720, scale: Optional[i
     top = max(scale or 0, max(row.total for row in rows), 1)
     height = ROW * len(rows) + 4
     out = [
+        # The box scrolls sideways on a phone instead of shrinking the labels to a few pixels.
+        f'<div class="chart-box" style="--chart-width: {width}px">'
         f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" '
         f'width="100%" preserveAspectRatio="xMinYMin meet" aria-label="{escape(title)}">',
         f"<title>{escape(title)}</title>",
@@ -65,7 +67,7 @@ def bars(rows: Sequence[Bar], *, title: str, width: int = 720, scale: Optional[i
                        f'height="{ROW - 6}"><title>{escape(what)}: {value}</title></rect>')
             x += w
         out.append(f'<text class="value" x="{label_width + track + 6}" y="{y + 15}">{row.total}</text>')
-    out.append("</svg>")
+    out.append("</svg></div>")
     return "".join(out)
 
 

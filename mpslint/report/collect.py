@@ -213,7 +213,8 @@ def _file_rows(diagnostics, safe, unsafe, statuses, max_findings: int) -> List[F
             row.confirmed += status == "confirmed"
         for d in ordered[:max_findings]:
             row.findings.append(Finding(d.code, d.location.row, d.location.column, d.message,
-                                        impacts.impact_of(d.code), _fix_kind(d), seen.get((d.code, d.location.row))))
+                                        impacts.impact_of(d.code), _fix_kind(d), seen.get((d.code, d.location.row)),
+                                        d.cell))
         row.omitted = max(0, len(ordered) - max_findings)
         rows.append(row)
     rows.sort(key=lambda r: (r.counts.blocking_key(), r.path))

@@ -51,6 +51,12 @@ class Finding:
     impact: str
     fix: Optional[str] = None  # "safe" (`--fix`), "unsafe" (`--unsafe-fixes`) or None
     runtime: Optional[str] = None  # a verify report's status: confirmed / not-observed / not-reached
+    cell: Optional[int] = None  # the notebook cell the row and column count in
+
+    @property
+    def where(self) -> str:
+        """``row:col``, or ``cell N:row:col`` in a notebook (as `mpslint check` prints it)."""
+        return f"{f'cell {self.cell}:' if self.cell is not None else ''}{self.row}:{self.column}"
 
 
 @dataclass
