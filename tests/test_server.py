@@ -28,7 +28,7 @@ from mpslint.engine import check_text  # noqa: E402
 from mpslint.fixer import apply_fixes  # noqa: E402
 from mpslint.server.server import default_workers  # noqa: E402
 
-from lspclient import DEFAULT_COMMAND, PLAIN_CAPABILITIES, Session, run_async  # noqa: E402
+from lspclient import CAPABILITIES, DEFAULT_COMMAND, PLAIN_CAPABILITIES, Session, run_async  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 TRAIN_CUDA = REPO / "fixtures" / "cuda" / "train_cuda.py"
@@ -337,7 +337,8 @@ async def test_a_plain_client_gets_edits_right_away_and_plain_text_hovers(tmp_pa
         await session.diagnostics(uri)
         actions = await session.code_actions(uri, at(3, 2))
         fix_alls = [a for a in actions if a.title == "mpslint: Fix all auto-fixable problems"]
-        assert {a.kind for a in fix_alls} == {"source.fixAll.mpslint", lsp.CodeActionKind.QuickFix}
+        # Once in the light bulb's list (every kind asked for), as the quickfix next to the finding.
+        assert [a.kind for a in fix_alls] == [lsp.CodeActionKind.QuickFix]
         for action in actions:
             assert action.edit is not None and action.edit.document_changes is None  # plain `changes`
         fixed = session.applied(uri, fix_alls[0].edit)
@@ -523,3 +524,33 @@ async def test_each_workspace_folder_resolves_like_the_command_line_run_there(tm
         for path, wanted in expected.items():
             assert codes(await session.diagnostics(uris[path])) == wanted, path
         assert codes(await session.diagnostics(untitled)) == ["MPS504"]
+
+
+@run_async
+async def test_a_client_that_pulls_diagnostics_gets_them_once_and_only_by_pulling(tmp_path):
+    """LSP 3.17 pull diagnostics: textDocument/diagnostic answers; nothing is published besides (no doubles)."""
+    import attrs
+
+    capabilities = attrs.evolve(
+        CAPABILITIES,
+        text_document=attrs.evolve(
+            CAPABILITIES.text_document, diagnostic=lsp.DiagnosticClientCapabilities(related_document_support=True)
+        ),
+    )
+    async with Session(tmp_path, capabilities=capabilities) as session:
+        assert session.initialize_result.capabilities.diagnostic_provider.identifier == "mpslint"
+        uri = session.open(tmp_path / "a.py", CUDA)
+        report = await asyncio.wait_for(
+            session.client.text_document_diagnostic_async(
+                lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+            ),
+            120,
+        )
+        assert report.kind == "full"
+        assert [d.code for d in report.items] == ["MPS101", "MPS101"]
+        version = session.replace_all(uri, "import torch\nx = torch.zeros(1)\n")
+        report = await session.client.text_document_diagnostic_async(
+            lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+        )
+        assert list(report.items) == [] and version == 2
+        assert session.publications(uri) == 0

@@ -10,8 +10,10 @@ new habits:
   line's ``# noqa`` comment;
 - ``source.fixAll.mpslint`` "mpslint: Fix all auto-fixable problems" is what
   ``mpslint --fix`` (with ``--unsafe-fixes`` when ``unsafeFixes`` is on) would
-  write, computed by the fixer to a fixpoint. It is also offered as a
-  ``quickfix`` next to a fixable finding when the file has more than one fix.
+  write, computed by the fixer to a fixpoint, offered when a client asks for
+  that kind (fix on save, VS Code's "Source Action..."). A request for every
+  kind (the light bulb) gets it once, as a ``quickfix`` next to a fixable
+  finding when the file has more than one fix, never twice.
   Clients that resolve code actions get its edit on ``codeAction/resolve``,
   the others with the list.
 
@@ -140,9 +142,11 @@ class ActionBuilder:
                     actions.append(action)
         fixable = [d for d in self.checked.diagnostics if applicable(d, self.unsafe)]
         if fixable:
-            if kind_wanted(self.fix_all_kind, only):
+            # Once per menu: the source kind when a kind is asked for (fix on save, "Source Action..."), the
+            # quickfix next to a fixable finding in the light bulb's list, which asks for every kind.
+            if only and kind_wanted(self.fix_all_kind, only):
                 actions.append(self.fix_all_action(self.fix_all_kind))
-            if len(fixable) > 1 and any(d in fixable for d in here) and kind_wanted(lsp.CodeActionKind.QuickFix, only):
+            elif len(fixable) > 1 and any(d in fixable for d in here) and kind_wanted(lsp.CodeActionKind.QuickFix, only):
                 actions.append(self.fix_all_action(lsp.CodeActionKind.QuickFix))
         return actions
 

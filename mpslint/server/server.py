@@ -315,13 +315,40 @@ class MpslintServer(LanguageServer):
         """
         if key not in self.targets:
             return
+        if self.pulls:
+            # The client asks for each document's findings itself; tell it they changed, if it listens.
+            if self.capability("workspace.diagnostics.refresh_support"):
+                self.workspace_diagnostic_refresh(None)
+            return
         for part in checked.parts:
             diagnostics = [to_lsp(d, part.snapshot, self.encoding) for d in checked.on(part)]
             self.text_document_publish_diagnostics(
                 lsp.PublishDiagnosticsParams(uri=part.uri, diagnostics=diagnostics, version=part.version)
             )
 
+    @property
+    def pulls(self) -> bool:
+        """The client pulls findings (``textDocument/diagnostic``, LSP 3.17) instead of having them published.
+
+        Never both: a client that pulls keeps pushed findings in a list of their
+        own, and every finding would show twice (Ruff's server decides the same way).
+        """
+        return self.capability("text_document.diagnostic") is not None
+
     # -- requests ------------------------------------------------------------------------------
+
+    async def document_diagnostics(self, params: lsp.DocumentDiagnosticParams) -> lsp.RelatedFullDocumentDiagnosticReport:
+        """The findings for the text the client has now, waiting for its check if it is still running."""
+        uri = params.text_document.uri
+        for _ in range(_PULL_TRIES):
+            target, checked = await self.current(uri)
+            if target is None:
+                break
+            if checked is not None:
+                part = checked.part(uri)
+                items = [to_lsp(d, part.snapshot, self.encoding) for d in checked.on(part)] if part is not None else []
+                return lsp.RelatedFullDocumentDiagnosticReport(items=items)
+        return lsp.RelatedFullDocumentDiagnosticReport(items=[])  # not open, or edited faster than it can be checked
 
     async def current(self, uri: str) -> Tuple[Optional[Target], Optional[Checked]]:
         """The target of ``uri`` and its findings for the text the client has now."""
@@ -403,6 +430,11 @@ class MpslintServer(LanguageServer):
             return None
         kind = lsp.MarkupKind.Markdown if markdown else lsp.MarkupKind.PlainText
         return lsp.Hover(contents=lsp.MarkupContent(kind=kind, value=text))
+
+
+# A pull waits for the check of the text the client has; text that keeps changing meanwhile gets an empty
+# answer after this many checks, and the client pulls again after its next edit.
+_PULL_TRIES = 5
 
 
 def internal_error(path: str, reason: str) -> Diagnostic:
@@ -539,6 +571,13 @@ def build(*, workers: Optional[int] = None, debounce: float = 0.25) -> MpslintSe
     @server.feature(lsp.CODE_ACTION_RESOLVE)
     async def code_action_resolve(params: lsp.CodeAction) -> lsp.CodeAction:
         return await server.resolve(params)
+
+    @server.feature(
+        lsp.TEXT_DOCUMENT_DIAGNOSTIC,
+        lsp.DiagnosticOptions(identifier="mpslint", inter_file_dependencies=True, workspace_diagnostics=False),
+    )
+    async def document_diagnostic(params: lsp.DocumentDiagnosticParams) -> lsp.RelatedFullDocumentDiagnosticReport:
+        return await server.document_diagnostics(params)
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     async def hover(params: lsp.HoverParams) -> Optional[lsp.Hover]:
