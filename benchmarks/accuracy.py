@@ -179,7 +179,7 @@ def run_mpslint(files_dir: Path = FILES) -> list[Finding]:
             proc = subprocess.run(
                 [sys.executable, "-m", "mpslint", "check", "--output-format", "json", "--no-cache",
                  "--exit-zero", "-q", "-j", "1", "."],
-                cwd=project, env=env, capture_output=True, text=True,
+                check=False, cwd=project, env=env, capture_output=True, text=True,
             )
             if proc.returncode != 0:
                 raise SystemExit(f"mpslint failed on {repo.name} (exit {proc.returncode}):\n{proc.stderr}")
