@@ -87,6 +87,7 @@ class Score:
     either_hit: int = 0
     false_negatives: list[tuple[str, Label]] = field(default_factory=list)
     false_positives: list[tuple[str, int, str, bool]] = field(default_factory=list)  # path, line, code, trap
+    either_findings: list[tuple[str, int, str]] = field(default_factory=list)  # path, line, code
 
     def total(self, kind: str) -> int:
         return sum(getattr(self, kind).values())
@@ -155,6 +156,7 @@ def score(labels: dict[str, list[Label]], findings: list[Finding]) -> Score:
             continue
         if any(lab.kind == "either" and lab.covers(line, family) for lab in file_labels):
             result.either_hit += 1
+            result.either_findings.append((path, line, ",".join(sorted(codes[path, line, family]))))
             continue
         trap = any(lab.kind == "trap" and lab.covers(line, family) for lab in file_labels)
         result.traps_hit += trap
@@ -239,6 +241,9 @@ def main(argv: list[str] | None = None) -> int:
         print("\nfalse positives:")
         for path, line, code, trap in result.false_positives:
             print(f"  {path}:{line} {code}{'  (trap)' if trap else ''}")
+        print("\nfindings on 'either' lines (not counted):")
+        for path, line, code in result.either_findings:
+            print(f"  {path}:{line} {code}")
     return 0
 
 
