@@ -170,10 +170,11 @@ def score(labels: dict[str, list[Label]], findings: list[Finding]) -> Score:
     return result
 
 
-def run_mpslint(files_dir: Path = FILES) -> list[Finding]:
-    """Check every repository directory under files_dir as its own project; return the findings."""
+def run_mpslint(files_dir: Path = FILES, source: Path = ROOT) -> list[Finding]:
+    """Check every repository directory under files_dir as its own project with the mpslint of the
+    checkout at ``source``; return the findings."""
     findings = []
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=str(source) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     for repo in sorted(p for p in files_dir.iterdir() if p.is_dir()):
         with tempfile.TemporaryDirectory(prefix="mpslint-accuracy-") as tmp:
             project = Path(tmp) / repo.name
@@ -212,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--details", action="store_true", help="list false negatives, false positives, trap hits")
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    parser.add_argument("--source", type=Path, default=ROOT, metavar="DIR",
+                        help="the checkout whose mpslint runs (default: this one), e.g. an export of main "
+                             "(`git archive main mpslint rules | tar -x -C DIR`) for a before/after comparison")
     args = parser.parse_args(argv)
 
     labels = load_labels()
@@ -221,7 +225,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     if missing:
         raise SystemExit(f"files without a label file: {missing}")
-    result = score(labels, run_mpslint())
+    source = args.source.resolve()
+    if not (source / "mpslint").is_dir() or not (source / "rules").is_dir():
+        # The rules are found through rules/*.md: without them mpslint runs no rule and finds nothing.
+        raise SystemExit(f"--source {source}: needs both mpslint/ and rules/")
+    result = score(labels, run_mpslint(source=source))
     repos = {path.split("/", 1)[0] for path in labels}
     n_must = sum(lab.kind == "must" for labs in labels.values() for lab in labs)
     n_trap = sum(lab.kind == "trap" for labs in labels.values() for lab in labs)
