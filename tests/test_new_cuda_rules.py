@@ -63,3 +63,116 @@ def test_mps111_getattr_is_named_as_has_mps_and_not_fixed():
     source = 'import torch\ndevice = "mps" if getattr(torch, "has_mps", False) else "cpu"\n'
     [finding] = check(source, ["MPS111"])
     assert "`torch.has_mps`" in finding.message and finding.fix is None
+
+
+# ------------------------------------------------------------------ MPS109
+
+@pytest.mark.parametrize("source, expected", [
+    ("import triton\nimport triton.language as tl\n", [1]),
+    ("import torch\nfrom flash_attn import flash_attn_func\n", [2]),
+    ("import xformers.ops\nimport apex\n", [1, 2]),
+    ("from mamba_ssm.ops.selective_scan_interface import selective_scan_fn\n", [1]),
+    # a guard that raises again is no guard: the decorator runs at import time without triton
+    ("try:\n    import triton\nexcept ImportError:\n    triton = None\n\n@triton.jit\ndef k(x):\n    pass\n", [6]),
+    ("import bitsandbytes as bnb\nopt = bnb.optim.AdamW8bit(params, lr=1e-3)\n", [2]),
+    ("import bitsandbytes as bnb\ndef build(p):\n    return bnb.optim.PagedAdamW(p)\n", [3]),
+    ("from torch.utils.cpp_extension import load\nops = load(name='ops', sources=['ops.cpp', 'ops_kernel.cu'])\n", [2]),
+    ("import torch.utils.cpp_extension as ce\nm = ce.load_inline('m', cpp_sources=[s], cuda_sources=[c])\n", [2]),
+])
+def test_mps109_reports_unguarded_cuda_only_packages(source, expected):
+    assert rows(source, "MPS109") == expected
+
+
+@pytest.mark.parametrize("source", [
+    "try:\n    import triton\nexcept ImportError:\n    triton = None\n",
+    "try:\n    import xformers.ops\n    HAS_XFORMERS = True\nexcept Exception:\n    HAS_XFORMERS = False\n",
+    "import importlib.util\nif importlib.util.find_spec('flash_attn'):\n    from flash_attn import flash_attn_func\n",
+    "import torch\nif torch.cuda.is_available():\n    import triton\n",
+    "import sys\nif sys.platform == 'linux':\n    import triton\n",
+    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import apex\n",
+    "def attention(q, k, v):\n    from flash_attn import flash_attn_func\n    return flash_attn_func(q, k, v)\n",
+    "from utils import is_triton_available\nif is_triton_available():\n    import triton\n\n    @triton.jit\n"
+    "    def k(x):\n        pass\n",
+    # the decorated kernel file imports triton unconditionally: the import is the one finding
+    "import bitsandbytes as bnb\nif args.optim == 'adamw8bit':\n    opt = bnb.optim.AdamW8bit(params)\n",
+    "import bitsandbytes as bnb\nopt = bnb.optim.AdamW8bit(params) if use_8bit else torch.optim.AdamW(params)\n",
+    "import bitsandbytes as bnb\nopt = bnb.optim.AdamW(params)\n",
+    "import torch\nfrom torch.utils.cpp_extension import load\nif torch.cuda.is_available():\n"
+    "    ops = load(name='ops', sources=['ops.cu'])\n",
+    "from torch.utils.cpp_extension import load\nops = load(name='ops', sources=['ops.cpp'])\n",
+    "import tritonclient\nimport apexpy\nimport xformers_like\n",
+])
+def test_mps109_traps(source):
+    assert rows(source, "MPS109") == []
+
+
+def test_mps109_one_finding_per_package_and_the_decorators_stay_silent_when_the_import_is_reported():
+    source = "import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x):\n    pass\n"
+    [finding] = check(source, ["MPS109"])
+    assert finding.location.row == 1 and "no macOS build" in finding.message
+
+
+def test_mps109_a_guard_that_raises_is_no_guard():
+    source = ("try:\n    import triton\nexcept ImportError:\n    raise ImportError('pip install triton')\n\n"
+              "@triton.jit\ndef k(x):\n    pass\n")
+    assert rows(source, "MPS109") == [2]  # the import fails all the same, with a better message; the decorator adds nothing
+
+
+# ------------------------------------------------------------------ MPS110
+
+@pytest.mark.parametrize("source, expected", [
+    ("import torch\nmodel = Net().to(device)\nmodel.load_state_dict(torch.load(path))\n", [3]),
+    ("import torch\nckpt = torch.load(args.ckpt, weights_only=True)\nmodel.cuda()\n", [2]),
+    ("import torch as th\nm = M().to(dev)\nsd = th.load(f=path)\n", [3]),
+    # the else branch of a CUDA test runs on a Mac
+    ("import torch\nif torch.cuda.is_available():\n    sd = torch.load(p)\nelse:\n    sd = torch.load(p)\n"
+     "x = x.to('mps')\n", [5]),
+])
+def test_mps110_reports_load_without_map_location(source, expected):
+    assert rows(source, "MPS110") == expected
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\nmodel = Net().to(device)\nsd = torch.load(path, map_location='cpu')\n",
+    "import torch\nmodel = Net().to(device)\nsd = torch.load(path, device)\n",
+    "import torch\nmodel = Net().to(device)\nsd = torch.load(path, **kwargs)\n",
+    "import torch\nmodel = Net().to(device)\nif torch.cuda.is_available():\n    sd = torch.load(path)\n",
+    # a CPU-only script: what it saved are CPU tensors
+    "import torch\nmodel = Net()\nmodel.load_state_dict(torch.load(path))\n",
+    # a round trip in one function
+    "import io, torch\ndef test_roundtrip():\n    x = torch.ones(2, device=device)\n    buf = io.BytesIO()\n"
+    "    torch.save(x, buf)\n    buf.seek(0)\n    y = torch.load(buf)\n",
+    "import numpy as np\nx = np.load(path)\ny = x.to(device)\n",
+])
+def test_mps110_traps(source):
+    assert rows(source, "MPS110") == []
+
+
+@pytest.mark.parametrize("before, after", [
+    ("import torch\nmodel = Net().to(device)\nmodel.load_state_dict(torch.load(path))\n",
+     "import torch\nmodel = Net().to(device)\nmodel.load_state_dict(torch.load(path, map_location=\"cpu\"))\n"),
+    ("import torch\nmodel = Net().to(device)\nmodel.load_state_dict(torch.load(path, weights_only=True)['model'])\n",
+     "import torch\nmodel = Net().to(device)\nmodel.load_state_dict(torch.load(path, weights_only=True, "
+     "map_location=\"cpu\")['model'])\n"),
+    ("import torch\nmodel = Net().to(device)\nsd = torch.load(path)\nmodel.load_state_dict(sd)\n",
+     "import torch\nmodel = Net().to(device)\nsd = torch.load(path, map_location=\"cpu\")\nmodel.load_state_dict(sd)\n"),
+])
+def test_mps110_fix_where_the_result_goes_into_load_state_dict(before, after):
+    assert fix(before, ["MPS110"]).text == after
+    assert codes(after, ["MPS110"]) == []
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\nmodel = Net().to(device)\nsd = torch.load(path)\nmodel.load_state_dict(sd)\nprint(sd.keys())\n",
+    "import torch\nmodel = Net().to(device)\noptimizer.load_state_dict(torch.load(path))\n",
+    "import torch\nmodel = Net().to(device)\nckpt = torch.load(path)\nstep = ckpt['step']\n",
+])
+def test_mps110_no_fix_where_the_loaded_tensors_are_used_as_they_come(source):
+    [finding] = check(source, ["MPS110"])
+    assert finding.fix is None
+
+
+def test_mps109_a_package_importing_its_own_submodules_is_not_reported():
+    source = "from mamba_ssm.ops.selective_scan_interface import selective_scan_fn\n"
+    assert rows(source, "MPS109", path="mamba_ssm/modules/mamba_simple.py") == []
+    assert rows("import triton\n", "MPS109", path="tests/ops/triton/test_ssd.py") == [1]

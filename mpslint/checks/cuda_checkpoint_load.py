@@ -1,0 +1,112 @@
+"""``torch.load`` with no ``map_location`` in code that puts work on a device (see ``rules/MPS110.md``).
+
+``torch.load`` restores each tensor to the device it was saved from
+(``default_restore_location`` in torch/serialization.py); a checkpoint saved
+on CUDA raises "Attempting to deserialize object on a CUDA device but
+torch.cuda.is_available() is False" on a Mac, with ``weights_only`` or not.
+
+Reported only in files that place work on a device (``.to(...)``,
+``.cuda()``, ``torch.device(...)``, ``device=``), where checkpoints are
+plausibly saved from a GPU, and not under a CUDA guard. Not reported: a
+``map_location`` given (keyword, second argument, or ``**kwargs``); a function
+that also calls ``torch.save`` (a round trip on one machine); a module built
+on a CUDA-only library.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Optional
+
+from mpslint.analysis.syntax import keyword
+from mpslint.checks.base import FixSpec, Rule, insert_after
+from mpslint.checks.rewriting import cuda
+
+LOADS = ("torch.load", "torch.serialization.load")
+_PLACES = re.compile(r"\.to\(|\.cuda\(|torch\.device\(|\bdevice\s*=|\.mps\(")
+
+
+class CudaCheckpointLoad(Rule):
+    TRIGGERS = ("load",)
+    REQUIRES = ((".to(", ".cuda(", "device(", "device=", "device =", ".mps("),)
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._places: Optional[bool] = None
+
+    def visit_Call(self, node: ast.Call) -> None:
+        ctx = self.ctx
+        if ctx.qualify(node.func) not in LOADS:
+            return
+        if keyword(node, "map_location") is not None or len(node.args) >= 2 \
+                or any(k.arg is None for k in node.keywords) or any(type(a) is ast.Starred for a in node.args):
+            return
+        if not node.args and keyword(node, "f") is None:
+            return
+        if not self._file_places() or not cuda(ctx).unguarded(node) or self._round_trip(node):
+            return
+        fix = self._fix(node)
+        self.report(node, f"`{ctx.text(node.func)}` with no `map_location` restores each tensor to the device it was "
+                          "saved from: a checkpoint saved on CUDA raises \"Attempting to deserialize object on a CUDA "
+                          "device\" on a Mac; pass `map_location=\"cpu\"` (then move it) or `map_location=device`",
+                    fix=fix)
+
+    # ------------------------------------------------------------- context
+
+    def _file_places(self) -> bool:
+        if self._places is None:
+            self._places = bool(_PLACES.search(self.ctx.source))
+        return self._places
+
+    def _round_trip(self, node: ast.Call) -> bool:
+        """The same function (or module top level) also saves: it reads back what this machine wrote."""
+        tree = self.ctx.tree
+        scope = tree.scope_of(node)
+        for call in tree.of_type(ast.Call):
+            if (self.ctx.qualify(call.func) or "") in ("torch.save", "torch.serialization.save") \
+                    and tree.scope_of(call) is scope:
+                return True
+        return False
+
+    # ----------------------------------------------------------------- fix
+
+    def _fix(self, node: ast.Call) -> Optional[FixSpec]:
+        """``map_location="cpu"`` where the result goes straight into a module's ``load_state_dict``."""
+        if not self._into_load_state_dict(node):
+            return None
+        last = node.keywords[-1] if node.keywords else node.args[-1]
+        return FixSpec.safe('Pass `map_location="cpu"`: `load_state_dict` copies into the parameters\' own device',
+                            insert_after(last, ', map_location="cpu"'))
+
+    def _into_load_state_dict(self, node: ast.Call) -> bool:
+        """``m.load_state_dict(torch.load(p))``, also through ``["key"]``, or a variable used only there."""
+        tree = self.ctx.tree
+        value: ast.AST = node
+        parent = tree.parent(value)
+        while type(parent) is ast.Subscript and parent.value is value and type(parent.slice) is ast.Constant:
+            value, parent = parent, tree.parent(parent)
+        if type(parent) is ast.Call and parent.args and parent.args[0] is value:
+            return _module_load(parent)
+        if type(parent) is ast.Assign and len(parent.targets) == 1 and type(parent.targets[0]) is ast.Name \
+                and parent.value is value:
+            name = parent.targets[0].id
+            scope = tree.scope_of(parent)
+            uses = [n for n in tree.of_type(ast.Name) if n.id == name and tree.scope_of(n) is scope  # type: ignore[attr-defined]
+                    and n is not parent.targets[0]]
+            if len(uses) != 1:
+                return False
+            use = uses[0]
+            call = tree.parent(use)
+            return type(call) is ast.Call and bool(call.args) and call.args[0] is use and _module_load(call) \
+                and tree.index(use) > tree.index(parent)
+        return False
+
+
+def _module_load(call: ast.Call) -> bool:
+    """``model.load_state_dict(x)`` on something not named for an optimizer or scheduler."""
+    func = call.func
+    if type(func) is not ast.Attribute or func.attr != "load_state_dict":
+        return False
+    owner = ast.unparse(func.value).lower() if hasattr(ast, "unparse") else ""
+    return not re.search(r"optim|sched|scaler|opt\b|lr_", owner)
