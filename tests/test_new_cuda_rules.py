@@ -176,3 +176,55 @@ def test_mps109_a_package_importing_its_own_submodules_is_not_reported():
     source = "from mamba_ssm.ops.selective_scan_interface import selective_scan_fn\n"
     assert rows(source, "MPS109", path="mamba_ssm/modules/mamba_simple.py") == []
     assert rows("import triton\n", "MPS109", path="tests/ops/triton/test_ssd.py") == [1]
+
+
+# ------------------------------------------------------------------ MPS112
+
+@pytest.mark.parametrize("source, floor, expected", [
+    ("import torch\ntorch.mps.manual_seed_all(0)\n", None, [2]),
+    ("import torch\ni = torch.mps.current_device()\n", None, [2]),
+    ("from torch import mps\nfree, total = mps.get_mem_info()\n", None, [2]),
+    ("from torch.mps import current_device\n", None, [1]),
+    ("import torch\nok = torch.backends.mps.is_macos14_or_newer()\n", None, [2]),
+    ("import torch\nok = torch.mps.is_available()\n", "2.4", [2]),
+    ("import torch\nn = torch.mps.device_count()\n", "2.3", [2]),
+    ("import torch\nname = torch.backends.mps.get_name()\n", "2.8", [2]),
+    # 2.0: `import torch` does not import torch.mps (once per file)
+    ("import torch\ntorch.mps.synchronize()\ntorch.mps.empty_cache()\n", "2.0", [2]),
+])
+def test_mps112_reports_names_the_floor_lacks(source, floor, expected):
+    assert rows(source, "MPS112", torch_version=floor) == expected
+
+
+@pytest.mark.parametrize("source, floor", [
+    ("import torch\nok = torch.mps.is_available()\n", None),  # no floor: the newest torch
+    ("import torch\nok = torch.mps.is_available()\n", "2.5"),
+    ("import torch\nimport torch.mps\ntorch.mps.synchronize()\n", "2.0"),
+    ("import torch\nfrom torch import mps\nmps.synchronize()\n", "2.0"),
+    ("import torch\ntorch.mps.synchronize()\n", "2.1"),
+    ("import torch\nif hasattr(torch.mps, 'current_device'):\n    i = torch.mps.current_device()\n", None),
+    ("import torch\ni = hasattr(torch.mps, 'is_available') and torch.mps.is_available()\n", "2.2"),
+    ("import torch\ntry:\n    torch.mps.manual_seed_all(0)\nexcept AttributeError:\n    pass\n", None),
+    ("import torch\ntorch.mps.current_device = lambda: 0\n", None),
+    ("import torch\nm = torch.mps._is_in_bad_fork()\n", None),
+    ("import torch\ntorch.mps.profiler.start()\nx = torch.mps.recommended_max_memory()\n", None),
+])
+def test_mps112_traps(source, floor):
+    assert rows(source, "MPS112", torch_version=floor) == []
+
+
+@pytest.mark.parametrize("before, after, floor", [
+    ("import torch as th\nth.mps.manual_seed_all(0)\n", "import torch as th\nth.mps.manual_seed(0)\n", None),
+    ("import torch\nm = torch.mps.memory_allocated()\n", "import torch\nm = torch.mps.current_allocated_memory()\n", None),
+    ("import torch\nok = torch.mps.is_available()\n", "import torch\nok = torch.backends.mps.is_available()\n", "2.3"),
+])
+def test_mps112_fixes(before, after, floor):
+    assert fix(before, ["MPS112"], torch_version=floor).text == after
+
+
+def test_mps112_messages_say_what_to_use():
+    [finding] = check("import torch\ni = torch.mps.current_device()\n", ["MPS112"])
+    assert "does not exist in any torch release" in finding.message and "one MPS device" in finding.message
+    assert finding.fix is None
+    [finding] = check("import torch\nok = torch.mps.is_available()\n", ["MPS112"], torch_version="2.4")
+    assert "needs torch >= 2.5" in finding.message and "2.4" in finding.message
