@@ -139,7 +139,7 @@ def test_mps110_reports_load_without_map_location(source, expected):
     "import torch\nmodel = Net().to(device)\nif torch.cuda.is_available():\n    sd = torch.load(path)\n",
     # a CPU-only script: what it saved are CPU tensors
     "import torch\nmodel = Net()\nmodel.load_state_dict(torch.load(path))\n",
-    # a round trip in one function
+    # a round trip in one module
     "import io, torch\ndef test_roundtrip():\n    x = torch.ones(2, device=device)\n    buf = io.BytesIO()\n"
     "    torch.save(x, buf)\n    buf.seek(0)\n    y = torch.load(buf)\n",
     "import numpy as np\nx = np.load(path)\ny = x.to(device)\n",
@@ -228,3 +228,14 @@ def test_mps112_messages_say_what_to_use():
     assert finding.fix is None
     [finding] = check("import torch\nok = torch.mps.is_available()\n", ["MPS112"], torch_version="2.4")
     assert "needs torch >= 2.5" in finding.message and "2.4" in finding.message
+
+
+@pytest.mark.parametrize("source", [
+    # save/resume utilities: the module reads back what it wrote
+    "import torch\ndef save(m, p):\n    torch.save(m.state_dict(), p)\ndef resume(m, p):\n    m.to(device)\n"
+    "    m.load_state_dict(torch.load(p))\n",
+    "import torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel\nm = M().to(device)\nsd = torch.load(p)\n",
+    "import torch\nimport torch_xla.core.xla_model as xm\nm = M().to(device)\nsd = torch.load(p)\n",
+])
+def test_mps110_modules_that_save_or_only_run_distributed_are_left_alone(source):
+    assert rows(source, "MPS110") == []

@@ -8,9 +8,10 @@ torch.cuda.is_available() is False" on a Mac, with ``weights_only`` or not.
 Reported only in files that place work on a device (``.to(...)``,
 ``.cuda()``, ``torch.device(...)``, ``device=``), where checkpoints are
 plausibly saved from a GPU, and not under a CUDA guard. Not reported: a
-``map_location`` given (keyword, second argument, or ``**kwargs``); a function
-that also calls ``torch.save`` (a round trip on one machine); a module built
-on a CUDA-only library.
+``map_location`` given (keyword, second argument, or ``**kwargs``); a module
+that also calls ``torch.save`` (it reads back checkpoints it wrote, on the
+machine that resumes them: save/resume utilities, round-trip tests); FSDP,
+DeepSpeed and XLA code; a module built on a CUDA-only library.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from mpslint.checks.base import FixSpec, Rule, insert_after
 from mpslint.checks.rewriting import cuda
 
 LOADS = ("torch.load", "torch.serialization.load")
+SAVES = ("torch.save", "torch.serialization.save")
+# Code built on these runs on CUDA clusters or TPUs, never on a Mac.
+NOT_ON_A_MAC = ("torch.distributed.fsdp", "torch.distributed.checkpoint", "torch_xla", "deepspeed", "megatron")
 _PLACES = re.compile(r"\.to\(|\.cuda\(|torch\.device\(|\bdevice\s*=|\.mps\(")
 
 
@@ -34,6 +38,7 @@ class CudaCheckpointLoad(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._places: Optional[bool] = None
+        self._skip_file: Optional[bool] = None
 
     def visit_Call(self, node: ast.Call) -> None:
         ctx = self.ctx
@@ -60,14 +65,13 @@ class CudaCheckpointLoad(Rule):
         return self._places
 
     def _round_trip(self, node: ast.Call) -> bool:
-        """The same function (or module top level) also saves: it reads back what this machine wrote."""
-        tree = self.ctx.tree
-        scope = tree.scope_of(node)
-        for call in tree.of_type(ast.Call):
-            if (self.ctx.qualify(call.func) or "") in ("torch.save", "torch.serialization.save") \
-                    and tree.scope_of(call) is scope:
-                return True
-        return False
+        """The module also saves with ``torch.save`` (a checkpoint it wrote itself, on the machine that resumes), or it
+        is distributed or XLA code (FSDP, DeepSpeed, torch_xla), which does not run on a Mac."""
+        if self._skip_file is None:
+            ctx = self.ctx
+            saves = any((ctx.qualify(call.func) or "") in SAVES for call in ctx.tree.of_type(ast.Call))
+            self._skip_file = saves or ctx.imports.imports_any(NOT_ON_A_MAC)
+        return self._skip_file
 
     # ----------------------------------------------------------------- fix
 
