@@ -239,3 +239,41 @@ def test_mps112_messages_say_what_to_use():
 ])
 def test_mps110_modules_that_save_or_only_run_distributed_are_left_alone(source):
     assert rows(source, "MPS110") == []
+
+
+# ------------------------------------------------------------ MPS103 helper gap
+
+@pytest.mark.parametrize("source, expected", [
+    ("import torch\ndef get_device(device: str):\n    if device.startswith('cuda') and torch.cuda.is_available():\n"
+     "        return torch.device(device)\n    return torch.device('cpu')\n", [3]),
+    ("import torch\ndef pick(device):\n    if device == 'cuda' and torch.cuda.is_available():\n        return 'cuda'\n"
+     "    else:\n        return 'cpu'\n", [3]),
+    ("import torch\ndef to_device(device_str):\n    return torch.device(device_str if torch.cuda.is_available() else 'cpu')\n",
+     [3]),
+])
+def test_mps103_reports_a_helper_that_turns_a_requested_device_into_cuda_or_cpu(source, expected):
+    assert rows(source, "MPS103") == expected
+
+
+@pytest.mark.parametrize("source", [
+    # the helper lets "mps" through
+    "import torch\ndef get_device(device):\n    if device == 'cuda' and not torch.cuda.is_available():\n"
+    "        return 'cpu'\n    return device\n",
+    "import torch\ndef get_device(device):\n    if device.startswith('cuda') and torch.cuda.is_available():\n"
+    "        return torch.device(device)\n    if device == 'mps' and torch.backends.mps.is_available():\n"
+    "        return torch.device('mps')\n    return torch.device('cpu')\n",
+    # a boolean flag is the user's choice of the GPU, which the device-choice check already judges
+    "import torch\ndef get_device(gpu):\n    if gpu and torch.cuda.is_available():\n        return torch.device(0)\n"
+    "    return torch.device('cpu')\n",
+    # returns something else too
+    "import torch\ndef get_device(device):\n    if device.startswith('cuda') and torch.cuda.is_available():\n"
+    "        return torch.device(device)\n    if device == 'xla':\n        return xm.xla_device()\n    return 'cpu'\n",
+    # no parameter: the plain CUDA-or-CPU choice, reported once by the existing check (row 3 only)
+])
+def test_mps103_helper_traps(source):
+    assert rows(source, "MPS103") == []
+
+
+def test_mps103_the_plain_helper_is_reported_once():
+    source = "import torch\ndef dev():\n    if torch.cuda.is_available():\n        return 'cuda'\n    return 'cpu'\n"
+    assert rows(source, "MPS103") == [3]
