@@ -277,3 +277,19 @@ def test_mps103_helper_traps(source):
 def test_mps103_the_plain_helper_is_reported_once():
     source = "import torch\ndef dev():\n    if torch.cuda.is_available():\n        return 'cuda'\n    return 'cpu'\n"
     assert rows(source, "MPS103") == [3]
+
+
+@pytest.mark.parametrize("source, path", [
+    # data, not a model checkpoint
+    ("import torch\nx = x.to(device)\ndata, targets = torch.load(path_data)\n", "demo.py"),
+    ("import torch\nx = x.to(device)\ndef load_init_states(path):\n    return torch.load(path, weights_only=False)\n",
+     "env.py"),
+    # a test reads back what the code under test wrote
+    ("import torch\nm = M().to(device)\nckpt = torch.load(file)\n", "tests/test_trainer.py"),
+])
+def test_mps110_data_files_and_tests_are_left_alone(source, path):
+    assert rows(source, "MPS110", path=path) == []
+
+
+def test_mps110_a_load_into_load_state_dict_needs_no_checkpoint_name():
+    assert rows("import torch\nx.to(device)\nnet.load_state_dict(torch.load(p))\n", "MPS110") == [3]

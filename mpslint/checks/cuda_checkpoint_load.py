@@ -28,6 +28,10 @@ LOADS = ("torch.load", "torch.serialization.load")
 SAVES = ("torch.save", "torch.serialization.save")
 # Code built on these runs on CUDA clusters or TPUs, never on a Mac.
 NOT_ON_A_MAC = ("torch.distributed.fsdp", "torch.distributed.checkpoint", "torch_xla", "deepspeed", "megatron")
+# What a model checkpoint is called: in the path given, the variable it goes to, or the function loading it.
+_CHECKPOINT = re.compile(r"(^|_)sd$|ckpt|checkpoint|weight|model|state_dict|pretrain|resume|snapshot|\.pth|\.pt\b|\.bin\b",
+                         re.IGNORECASE)
+_TEST_FILE = re.compile(r"(^|/)(tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
 _PLACES = re.compile(r"\.to\(|\.cuda\(|torch\.device\(|\bdevice\s*=|\.mps\(")
 
 
@@ -51,6 +55,8 @@ class CudaCheckpointLoad(Rule):
             return
         if not self._file_places() or not cuda(ctx).unguarded(node) or self._round_trip(node):
             return
+        if _TEST_FILE.search(ctx.path.replace("\\", "/")) or not self._loads_a_checkpoint(node):
+            return
         fix = self._fix(node)
         self.report(node, f"`{ctx.text(node.func)}` with no `map_location` restores each tensor to the device it was "
                           "saved from: a checkpoint saved on CUDA raises \"Attempting to deserialize object on a CUDA "
@@ -73,6 +79,23 @@ class CudaCheckpointLoad(Rule):
             self._skip_file = saves or ctx.imports.imports_any(NOT_ON_A_MAC)
         return self._skip_file
 
+    def _loads_a_checkpoint(self, node: ast.Call) -> bool:
+        """A model checkpoint by its names (``torch.load(ckpt_path)``, ``state = torch.load(...)`` in
+        ``load_model``), or one going into ``load_state_dict``; not a dataset or a cache of the program's own."""
+        ctx = self.ctx
+        tree = ctx.tree
+        words = [ctx.text(node.args[0]) if node.args else ctx.text(keyword(node, "f"))]  # type: ignore[arg-type]
+        statement = tree.statement_of(node)
+        if type(statement) in (ast.Assign, ast.AnnAssign, ast.Return):
+            targets = statement.targets if type(statement) is ast.Assign else (  # type: ignore[attr-defined]
+                [statement.target] if type(statement) is ast.AnnAssign else [])  # type: ignore[attr-defined]
+            words.extend(ctx.text(t) for t in targets)
+        function = tree.scope_of(node)
+        words.append(getattr(function, "name", ""))
+        if any(_CHECKPOINT.search(w) for w in words):
+            return True
+        return self._into_load_state_dict(node, any_owner=True)
+
     # ----------------------------------------------------------------- fix
 
     def _fix(self, node: ast.Call) -> Optional[FixSpec]:
@@ -83,7 +106,7 @@ class CudaCheckpointLoad(Rule):
         return FixSpec.safe('Pass `map_location="cpu"`: `load_state_dict` copies into the parameters\' own device',
                             insert_after(last, ', map_location="cpu"'))
 
-    def _into_load_state_dict(self, node: ast.Call) -> bool:
+    def _into_load_state_dict(self, node: ast.Call, any_owner: bool = False) -> bool:
         """``m.load_state_dict(torch.load(p))``, also through ``["key"]``, or a variable used only there."""
         tree = self.ctx.tree
         value: ast.AST = node
@@ -91,7 +114,7 @@ class CudaCheckpointLoad(Rule):
         while type(parent) is ast.Subscript and parent.value is value and type(parent.slice) is ast.Constant:
             value, parent = parent, tree.parent(parent)
         if type(parent) is ast.Call and parent.args and parent.args[0] is value:
-            return _module_load(parent)
+            return _module_load(parent, any_owner)
         if type(parent) is ast.Assign and len(parent.targets) == 1 and type(parent.targets[0]) is ast.Name \
                 and parent.value is value:
             name = parent.targets[0].id
@@ -102,15 +125,17 @@ class CudaCheckpointLoad(Rule):
                 return False
             use = uses[0]
             call = tree.parent(use)
-            return type(call) is ast.Call and bool(call.args) and call.args[0] is use and _module_load(call) \
+            return type(call) is ast.Call and bool(call.args) and call.args[0] is use and _module_load(call, any_owner) \
                 and tree.index(use) > tree.index(parent)
         return False
 
 
-def _module_load(call: ast.Call) -> bool:
+def _module_load(call: ast.Call, any_owner: bool = False) -> bool:
     """``model.load_state_dict(x)`` on something not named for an optimizer or scheduler."""
     func = call.func
     if type(func) is not ast.Attribute or func.attr != "load_state_dict":
         return False
+    if any_owner:
+        return True
     owner = ast.unparse(func.value).lower() if hasattr(ast, "unparse") else ""
     return not re.search(r"optim|sched|scaler|opt\b|lr_", owner)
