@@ -208,6 +208,11 @@ def test_mps112_reports_names_the_floor_lacks(source, floor, expected):
     ("import torch\ntorch.mps.current_device = lambda: 0\n", None),
     ("import torch\nm = torch.mps._is_in_bad_fork()\n", None),
     ("import torch\ntorch.mps.profiler.start()\nx = torch.mps.recommended_max_memory()\n", None),
+    # picked by torch's version
+    ("import torch\n@implement_for('torch', '2.5')\ndef has_mps():\n    return torch.mps.is_available()\n", "2.1"),
+    ("import torch\nif is_torch_greater_or_equal('2.5'):\n    ok = torch.mps.is_available()\n", "2.1"),
+    ("import torch\nfrom packaging import version\nif version.parse(torch.__version__) >= version.parse('2.4'):\n"
+     "    n = torch.mps.device_count()\n", "2.1"),
 ])
 def test_mps112_traps(source, floor):
     assert rows(source, "MPS112", torch_version=floor) == []

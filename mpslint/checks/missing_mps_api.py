@@ -11,6 +11,7 @@ older; with no floor, the newest known torch is assumed, as for MPS504. With a
 from __future__ import annotations
 
 import ast
+import re
 from typing import Optional
 
 from mpslint.analysis.syntax import string_value
@@ -18,6 +19,8 @@ from mpslint.checks.base import FixSpec, Rule, replace
 from mpslint.knowledge import mps_api, versions
 
 _MODULES = {"torch.mps": mps_api.TORCH_MPS, "torch.backends.mps": mps_api.BACKENDS_MPS}
+_VERSION_WORDS = re.compile(r"version|_greater|_less|TORCH_\d|torch_\d", re.IGNORECASE)
+_VERSION_STRING = re.compile(r"^\d+\.\d+(\.\d+)?$")
 _CATCHES = frozenset({"AttributeError", "Exception", "BaseException", "ImportError"})
 
 
@@ -54,7 +57,7 @@ class MissingMpsApi(Rule):
             self.report(node, f"`{name}` does not exist in any torch release (checked up to "
                               f"{versions.text(versions.LATEST_KNOWN)}): it raises AttributeError{tail}", fix=fix)
             return
-        if since > floor:
+        if since > floor and not self._version_checked(node):
             fix = self._is_available_fix(node) if fixable and name == "torch.mps.is_available" else None
             instead = "; use `torch.backends.mps.is_available()`" if name == "torch.mps.is_available" else ""
             self.report(node, f"`{name}` needs torch >= {versions.text(since)}, but the project supports torch "
@@ -82,6 +85,18 @@ class MissingMpsApi(Rule):
             if cls is ast.Try and child in parent.body and any(_catches(h) for h in parent.handlers):
                 return True
             child = parent
+        return False
+
+    def _version_checked(self, node: ast.AST) -> bool:
+        """Under a test of torch's version (``if torch.__version__ >= ...``, ``is_torch_greater_or_equal("2.5")``),
+        or in a function a decorator picks by version (``@implement_for("torch", "2.5")``)."""
+        for parent in self.ctx.tree.ancestors(node):
+            cls = type(parent)
+            if cls in (ast.If, ast.IfExp, ast.While) and _VERSION_WORDS.search(self.ctx.text(parent.test)):
+                return True
+            if cls in (ast.FunctionDef, ast.AsyncFunctionDef) and any(
+                    _VERSION_STRING.match(string_value(n) or "") for d in parent.decorator_list for n in ast.walk(d)):
+                return True
         return False
 
     def _imports_torch_mps(self) -> bool:
