@@ -208,6 +208,11 @@ def test_mps112_reports_names_the_floor_lacks(source, floor, expected):
     ("import torch\ntorch.mps.current_device = lambda: 0\n", None),
     ("import torch\nm = torch.mps._is_in_bad_fork()\n", None),
     ("import torch\ntorch.mps.profiler.start()\nx = torch.mps.recommended_max_memory()\n", None),
+    # the file defines the name itself (a shim for libraries that call it)
+    ("import torch\ntorch.mps.current_device = lambda: 0\ndef dev():\n    return torch.mps.current_device()\n", None),
+    ("import torch\nsetattr(torch.mps, 'current_device', lambda: 0)\ni = torch.mps.current_device()\n", None),
+    # not PyTorch
+    ("from dragon.vm import torch\ntorch.mps.set_device(0)\n", None),
     # picked by torch's version
     ("import torch\n@implement_for('torch', '2.5')\ndef has_mps():\n    return torch.mps.is_available()\n", "2.1"),
     ("import torch\nif is_torch_greater_or_equal('2.5'):\n    ok = torch.mps.is_available()\n", "2.1"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Optional
+from typing import Optional, Set, Tuple
 
 from mpslint.analysis.syntax import string_value
 from mpslint.checks.base import FixSpec, Rule, replace
@@ -30,6 +30,7 @@ class MissingMpsApi(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._import_reported = False
+        self._shims: Optional[Set[Tuple[str, str]]] = None
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         module = self.ctx.qualify(node.value)
@@ -45,7 +46,7 @@ class MissingMpsApi(Rule):
                 self._check(node, node.module, alias.name, fixable=False)
 
     def _check(self, node: ast.AST, module: str, member: str, fixable: bool = True) -> None:
-        if member.startswith("_") or self._guarded(node, member):
+        if member.startswith("_") or self._guarded(node, member) or (module, member) in self._shimmed():
             return
         floor = versions.floor_of(self.ctx.settings.torch_version)
         since = _MODULES[module].get(member)
@@ -86,6 +87,23 @@ class MissingMpsApi(Rule):
                 return True
             child = parent
         return False
+
+    def _shimmed(self) -> Set[Tuple[str, str]]:
+        """The names the file defines itself: ``torch.mps.current_device = lambda: 0``, ``setattr(torch.mps, ...)``."""
+        if self._shims is None:
+            found: Set[Tuple[str, str]] = set()
+            ctx = self.ctx
+            for node in ctx.tree.of_type(ast.Attribute):
+                if type(node.ctx) is ast.Store and ctx.qualify(node.value) in _MODULES:  # type: ignore[attr-defined]
+                    found.add((ctx.qualify(node.value), node.attr))  # type: ignore[arg-type, attr-defined]
+            for call in ctx.tree.of_type(ast.Call):
+                if type(call.func) is ast.Name and call.func.id == "setattr" and len(call.args) >= 2:  # type: ignore[attr-defined]
+                    module = ctx.qualify(call.args[0])  # type: ignore[attr-defined]
+                    member = string_value(call.args[1])  # type: ignore[attr-defined]
+                    if module in _MODULES and member:
+                        found.add((module, member))
+            self._shims = found
+        return self._shims
 
     def _version_checked(self, node: ast.AST) -> bool:
         """Under a test of torch's version (``if torch.__version__ >= ...``, ``is_torch_greater_or_equal("2.5")``),
