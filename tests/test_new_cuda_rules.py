@@ -303,3 +303,11 @@ def test_mps110_data_files_and_tests_are_left_alone(source, path):
 
 def test_mps110_a_load_into_load_state_dict_needs_no_checkpoint_name():
     assert rows("import torch\nx.to(device)\nnet.load_state_dict(torch.load(p))\n", "MPS110") == [3]
+
+
+def test_mps110_a_load_beside_an_mps_device_choice_is_still_reported():
+    # tortoise-tts: the device choice knows MPS, but the checkpoints were saved on CUDA (neonbjb/tortoise-tts#855)
+    source = ("import torch\nclass TTS:\n    def __init__(self):\n        if torch.backends.mps.is_available():\n"
+              "            self.device = torch.device('mps')\n        self.clvp = CLVP().cpu().eval()\n"
+              "        self.clvp.load_state_dict(torch.load(get_model_path('clvp2.pth')))\n")
+    assert rows(source, "MPS110") == [7]

@@ -53,7 +53,8 @@ class CudaCheckpointLoad(Rule):
             return
         if not node.args and keyword(node, "f") is None:
             return
-        if not self._file_places() or not cuda(ctx).unguarded(node) or self._round_trip(node):
+        context = cuda(ctx)  # CUDA guards only: a load next to an MPS device choice still restores to CUDA
+        if not self._file_places() or context.cuda_only_module or context.guards(node) or self._round_trip(node):
             return
         if _TEST_FILE.search(ctx.path.replace("\\", "/")) or not self._loads_a_checkpoint(node):
             return
