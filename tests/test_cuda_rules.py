@@ -607,6 +607,7 @@ def test_cudnn_settings():
     # issue 18: benchmark and allow_tf32 change nothing on MPS: they are not findings
     assert rows(src, "MPS106") == [4]
     assert "use_deterministic_algorithms" in check(src, ["MPS106"])[0].message
+    assert "use_deterministic_algorithms(True, warn_only=True)" in check(src, ["MPS106"])[0].message
 
 
 def test_legacy_tensor_types():

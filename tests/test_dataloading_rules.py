@@ -167,3 +167,30 @@ def test_pin_memory_through_a_kwargs_dict():
     assert fix(src, ["MPS401"]).text.endswith("kwargs = {'num_workers': 1, 'pin_memory': torch.cuda.is_available()}\nloader = torch.utils.data.DataLoader(ds, **kwargs)\n")
     guarded = "import torch\nkwargs = {'num_workers': 1, 'pin_memory': True} if use_cuda else {}\nloader = torch.utils.data.DataLoader(ds, **kwargs)\n"
     assert check(guarded, ["MPS401"]) == []
+
+
+@pytest.mark.parametrize("source, expected", [
+    ('import torch\nfrom torch.utils.data import DataLoader\n'
+     'loader = DataLoader(ds, num_workers=2, multiprocessing_context="fork" if torch.backends.mps.is_available() else None)\n',
+     'import torch\nfrom torch.utils.data import DataLoader\n'
+     'loader = DataLoader(ds, num_workers=2, multiprocessing_context="spawn" if torch.backends.mps.is_available() else None)\n'),
+    ('import torch\nfrom torch.utils.data import DataLoader\n'
+     'loader = DataLoader(ds, multiprocessing_context=None if device.type != "mps" and 0 else "fork")\n', None),
+    ('import torch\nfrom torch.utils.data import DataLoader\n'
+     'loader = DataLoader(ds, multiprocessing_context=None if not torch.backends.mps.is_available() else "fork")\n',
+     'import torch\nfrom torch.utils.data import DataLoader\n'
+     'loader = DataLoader(ds, multiprocessing_context=None if not torch.backends.mps.is_available() else "spawn")\n'),
+])
+def test_mps402_fork_chosen_exactly_when_mps_is_available(source, expected):
+    found = rows(source, "MPS402")
+    if expected is None:
+        assert found == []
+        return
+    assert found == [3]
+    assert fix(source, ["MPS402"], unsafe=True).text == expected
+
+
+def test_mps402_fork_chosen_by_a_platform_or_cuda_test_is_left_alone():
+    for test in ('sys.platform == "linux"', "torch.cuda.is_available()"):
+        src = f'import sys, torch\nfrom torch.utils.data import DataLoader\nl = DataLoader(ds, multiprocessing_context="fork" if {test} else None)\n'
+        assert rows(src, "MPS402") == []

@@ -69,6 +69,10 @@ class CudaOnlyDeviceChoice(Rule):
         if type(parent) is ast.IfExp:
             return  # only the whole chain
         context = cuda(ctx)
+        if _cuda_side(node.body) is None and self._parameter_choice(node):
+            if not context.in_mps_aware_choice(node) and DEVICE not in context.guards(node):
+                self.report(node, HELPER_MESSAGE)
+            return
         if _cuda_side(node.body) is None or not _ends_on_cpu(node.orelse) or context.mentions_mps(node):
             return  # `"cuda" if xla_gpu else state.device.type` is not a CUDA-or-CPU choice
         if context.in_mps_aware_choice(node) or DEVICE in context.guards(node):
@@ -139,6 +143,61 @@ class CudaOnlyDeviceChoice(Rule):
         device_object = reported is not node or cuda_side[1]
         text = call.text if device_object else f"{call.text}.type"
         return FixSpec.safe(f"Use `{text}`", replace(reported, text), *call.edits)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        """A device helper that takes the device wanted and returns it only when CUDA is available, else the CPU."""
+        ctx = self.ctx
+        names = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)} - {"self", "cls"}
+        if not names or cuda(ctx).mentions_mps(node):
+            return
+        returns = _helper_returns(node)
+        if not returns or not any(r.value is not None and _ends_on_cpu(r.value) for r in returns):
+            return
+        for ret in returns:
+            value = ret.value
+            if value is None or _cpu_side(value) is not None:
+                continue
+            if type(value) is ast.IfExp and _from_parameter(value.body, names) and _cpu_side(value.orelse) is not None \
+                    and _is_availability_call(ctx, value.test):
+                continue  # `return dev if torch.cuda.is_available() else "cpu"`: visit_IfExp reports it
+            if type(value) is ast.Call and len(value.args) == 1 and type(value.args[0]) is ast.IfExp:
+                continue  # `torch.device(dev if ... else "cpu")`: likewise
+            if not (_from_parameter(value, names) or _cuda_side(value) is not None):
+                return  # it returns something else too: not a CUDA-or-CPU helper
+        for ret in returns:
+            value = ret.value
+            if value is None or not (_from_parameter(value, names) or _cuda_side(value) is not None):
+                continue
+            test = self._cuda_test_above(ret, node)
+            if test is None:
+                return  # returned without asking for CUDA: "mps" passes through
+            if cuda(ctx).test_kind(test) == AVAILABILITY and assigns_device(ctx.parent(ret)):  # type: ignore[arg-type]
+                return  # `if torch.cuda.is_available(): return "cuda"`: visit_If reports it
+            uses_parameter = _from_parameter(value, names) or (
+                any(type(n) is ast.Name and n.id in names for n in ast.walk(test))
+                and any(string_value(n) in ("cuda", "gpu") for n in ast.walk(test)))  # `device == "cuda" and ...`
+            if uses_parameter:
+                self.report(test, HELPER_MESSAGE)
+            return
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def _cuda_test_above(self, ret: ast.Return, function) -> Optional[ast.AST]:
+        """The test of the ``if`` holding ``ret`` when it asks ``torch.cuda.is_available()``."""
+        parent = self.ctx.parent(ret)
+        if type(parent) is not ast.If or ret not in parent.body:
+            return None
+        tests = parent.test.values if type(parent.test) is ast.BoolOp and type(parent.test.op) is ast.And else [parent.test]
+        return parent.test if any(_is_availability_call(self.ctx, t) for t in tests) else None
+
+    def _parameter_choice(self, node: ast.IfExp) -> bool:
+        """``dev if torch.cuda.is_available() else "cpu"`` where ``dev`` is a parameter of the enclosing function."""
+        function = self.ctx.tree.scope_of(node)
+        if type(function) not in (ast.FunctionDef, ast.AsyncFunctionDef):
+            return False
+        names = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}  # type: ignore[attr-defined]
+        return _from_parameter(node.body, names) and _cpu_side(node.orelse) is not None \
+            and _is_availability_call(self.ctx, node.test) and not cuda(self.ctx).mentions_mps(node)
 
     def visit_If(self, node: ast.If) -> None:
         context = cuda(self.ctx)
@@ -212,6 +271,29 @@ class CudaOnlyDeviceChoice(Rule):
         target = self.ctx.text(first.targets[0])
         text = f"{target} = {call.text}" + ("" if cuda_side[1] else ".type")
         return FixSpec.safe(f"Use `{text}`", replace(node, text), *call.edits)
+
+
+HELPER_MESSAGE = ("this helper takes a device and returns CUDA or the CPU: asked for \"mps\", it returns the CPU; "
+                  "let a requested MPS device through when `torch.backends.mps.is_available()`")
+
+
+def _helper_returns(function) -> list:
+    """The ``return`` statements of ``function`` itself (not of nested functions or classes)."""
+    found, stack = [], list(function.body)
+    while stack:
+        node = stack.pop()
+        if type(node) is ast.Return:
+            found.append(node)
+        elif type(node) not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda):
+            stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _from_parameter(node: Optional[ast.AST], names) -> bool:
+    """A parameter itself, or ``torch.device(<parameter>)``."""
+    inner = _device_call(node) if node is not None else None
+    value = inner if inner is not None else node
+    return type(value) is ast.Name and value.id in names  # type: ignore[union-attr]
 
 
 def _user_flag(test: ast.AST) -> bool:

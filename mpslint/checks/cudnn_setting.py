@@ -33,4 +33,5 @@ class CudnnSetting(Rule):
         if not cuda(self.ctx).unguarded(statement):
             return
         self.report(target, "`torch.backends.cudnn.deterministic` only makes cuDNN deterministic; on MPS the run is not "
-                            "made deterministic: use `torch.use_deterministic_algorithms(True)`, which covers every device")
+                            "made deterministic: use `torch.use_deterministic_algorithms(True, warn_only=True)`, which covers every "
+                            "device (without `warn_only`, ops with no deterministic MPS kernel raise, pytorch/pytorch#185061)")

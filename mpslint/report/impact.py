@@ -32,6 +32,10 @@ IMPACT: Dict[str, str] = {
     "MPS106": OTHER,  # cuDNN settings have no effect on MPS, nothing breaks
     "MPS107": FAILS,  # legacy CUDA tensor types need CUDA
     "MPS108": FAILS,  # streams, graphs, NCCL, DataParallel: no MPS equivalent
+    "MPS109": FAILS,  # the CUDA-only package cannot be imported or run on a Mac
+    "MPS110": FAILS,  # a checkpoint saved on CUDA raises while loading on a Mac
+    "MPS111": FAILS,  # is_built() picks mps on Macs where the device does not exist
+    "MPS112": FAILS,  # the torch.mps name raises AttributeError in the project's torch
     "MPS201": SLOWS,  # per-step host sync
     "MPS202": SLOWS,  # per-step copy to the host
     "MPS203": SLOWS,  # per-step synchronize

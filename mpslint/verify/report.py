@@ -20,7 +20,7 @@ SYNC_KINDS = ("item", "to_host", "data_dependent", "synchronize")
 # "error:<kind>" is an error of messages.error_kind <kind>; "error" any error.
 CONFIRMED_BY: Dict[str, Set[str]] = {
     "MPS101": {"error"}, "MPS102": {"error"}, "MPS104": {"error"}, "MPS105": {"error"}, "MPS107": {"error"},
-    "MPS108": {"error"},
+    "MPS108": {"error"}, "MPS109": {"error"}, "MPS110": {"error"}, "MPS111": {"error"}, "MPS112": {"error"},
     "MPS201": {"sync:item", "sync:to_host"},
     "MPS202": {"sync:to_host", "error:numpy"},
     "MPS203": {"sync:synchronize"},
