@@ -346,7 +346,7 @@ class DevicePicker:
             return None
         if "device" in bound or first is None or not _starts_line(self.tree, first):
             return DeviceRef(call.text, call.edits, DEVICE_KIND, self.torch or "torch")
-        indent = _indent_of(self.tree, first)
+        indent = self.tree.indentation(first.lineno)  # type: ignore[attr-defined]
         edit = insert_before(first, f"device = {call.text}\n{indent}")
         return DeviceRef("device", (edit, *call.edits), DEVICE_KIND, self.torch or "torch")
 
@@ -759,8 +759,3 @@ def _first_statement(body: List[ast.stmt]) -> Optional[ast.stmt]:
 
 def _starts_line(tree, statement: ast.AST) -> bool:
     return not tree.line_text(statement.lineno)[: tree.start(statement)[1]].strip()  # type: ignore[attr-defined]
-
-
-def _indent_of(tree, statement: ast.AST) -> str:
-    line = tree.line_text(statement.lineno)  # type: ignore[attr-defined]
-    return line[: len(line) - len(line.lstrip(" \t"))]
