@@ -98,6 +98,8 @@ def main() -> None:
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or offer fixes that may change behaviour.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff and write nothing; exit 1 if there is one.")
 @click.option("--show-fixes", is_flag=True, help="List the fixes applied, per file.")
+@click.option("--follow-symlinks", is_flag=True,
+              help="With --fix, also write through symbolic links to files outside the paths checked.")
 @selection_options
 @click.option(
     "--output-format",
@@ -145,6 +147,7 @@ def _check(
     unsafe_fixes: bool,
     diff: bool,
     show_fixes: bool,
+    follow_symlinks: bool,
     select: Tuple[str, ...],
     extend_select: Tuple[str, ...],
     ignore: Tuple[str, ...],
@@ -184,7 +187,10 @@ def _check(
         resolver = ConfigResolver(overrides, Path(config_path) if config_path else None)
     except ConfigError as exc:
         raise UsageFailure(str(exc)) from None
-    mode = Mode(fix=fix and not diff, diff=diff, unsafe=unsafe_fixes)
+    roots = None  # where --fix may write: under the paths given, unless asked to follow links out of them
+    if fix and not use_stdin and not follow_symlinks:
+        roots = tuple(os.path.realpath(p) for p in (paths or (".",)))
+    mode = Mode(fix=fix and not diff, diff=diff, unsafe=unsafe_fixes, roots=roots)
     machine = output_format not in ("concise", "full")
 
     try:

@@ -30,6 +30,7 @@ class FixOutcome:
     text: str
     fixed: Counter = field(default_factory=Counter)  # code -> number of fixes applied
     diagnostics: List[Diagnostic] = field(default_factory=list)  # what remains
+    found: List[Diagnostic] = field(default_factory=list)  # what the text had before any fix
     error: Optional[str] = None  # why fixing stopped early, if it did
     passes: int = 0
 
@@ -50,6 +51,7 @@ def fix_text(
     """Fix ``text`` to a fixpoint. ``first_check`` reuses diagnostics already computed for ``text``."""
     outcome = FixOutcome(text=text)
     diagnostics = first_check if first_check is not None else check_text(text, path, settings).diagnostics
+    outcome.found = diagnostics
     if any(d.code == INVALID_SYNTAX for d in diagnostics):
         outcome.diagnostics = diagnostics
         return outcome

@@ -10,9 +10,12 @@ test_fix_property.py.
 from __future__ import annotations
 
 import ast
+import errno
+import os
 
 import pytest
 
+from clitools import enter, run
 from helpers import fix
 
 
@@ -165,3 +168,98 @@ def test_a_notebook_that_imports_in_every_cell_is_fixed_in_every_cell():
 def test_code_before_the_torch_import_is_still_refused_with_a_reason():
     [diag] = fix("x = 1\ny = x.cuda()\nimport torch\n", ["MPS101"]).diagnostics
     assert diag.fix is None and "torch is not imported at module level before this code" in diag.message
+
+
+# --- what --fix writes, and what it says when it does not ----------------------------------------
+
+CUDA = "import torch\nx = torch.zeros(1).cuda()\n"
+
+
+def test_a_fixed_file_that_cannot_be_written_counts_as_not_fixed(tmp_path, monkeypatch):
+    from mpslint import runner
+
+    enter(tmp_path, monkeypatch)
+    for name in ("a.py", "b.py", "c.py"):
+        (tmp_path / name).write_text(CUDA)
+    real = runner.write_atomic
+
+    def disk_full_for_b(path, data, **kw):
+        if path.endswith("b.py"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, data, **kw)
+
+    monkeypatch.setattr(runner, "write_atomic", disk_full_for_b)
+    result = run("--fix", "--no-cache", "-j", "1", ".")
+    assert result.exit_code == 2
+    assert "error: b.py: cannot write the fixed file: No space left on device" in result.stderr
+    assert "Found 3 findings (2 fixed, 1 remaining)." in result.output
+    assert "b.py:2:5: MPS101" in result.output
+    assert (tmp_path / "b.py").read_text() == CUDA
+
+
+def test_a_read_only_file_is_not_rewritten(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    path = tmp_path / "a.py"
+    path.write_text(CUDA)
+    os.chmod(path, 0o444)
+    inode = path.stat().st_ino
+    result = run("--fix", "--no-cache", "a.py")
+    assert result.exit_code == 1
+    assert "a.py:1:1: MPS001 not fixed: the file is read-only" in result.output
+    assert "a.py:2:5: MPS101" in result.output
+    assert path.read_text() == CUDA and path.stat().st_ino == inode and path.stat().st_mode & 0o777 == 0o444
+
+
+def test_a_read_only_notebook_is_not_rewritten(tmp_path, monkeypatch):
+    import json
+
+    enter(tmp_path, monkeypatch)
+    cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": CUDA}
+    notebook = {"cells": [cell], "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "a.ipynb"
+    path.write_text(json.dumps(notebook))
+    os.chmod(path, 0o444)
+    before = path.read_bytes()
+    result = run("--fix", "--no-cache", "a.ipynb")
+    assert result.exit_code == 1 and "MPS001 not fixed: the file is read-only" in result.output
+    assert path.read_bytes() == before
+
+
+@pytest.fixture
+def linked_out(tmp_path, monkeypatch):
+    """proj/link.py -> outside/t.py, and proj/ok.py, with the working directory above both."""
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "t.py").write_text(CUDA)
+    (tmp_path / "proj" / "ok.py").write_text(CUDA)
+    os.symlink(os.path.join("..", "outside", "t.py"), tmp_path / "proj" / "link.py")
+    enter(tmp_path, monkeypatch)
+    return tmp_path
+
+
+def test_fix_does_not_write_through_a_link_out_of_the_paths_checked(linked_out):
+    result = run("--fix", "--no-cache", "proj")
+    assert result.exit_code == 1
+    assert "proj/link.py:1:1: MPS001 not fixed: a symbolic link to" in result.output
+    assert (linked_out / "outside" / "t.py").read_text() == CUDA
+    assert "DEVICE" in (linked_out / "proj" / "ok.py").read_text()
+    assert os.path.islink(linked_out / "proj" / "link.py")
+
+
+def test_follow_symlinks_writes_through_the_link(linked_out):
+    assert run("--fix", "--no-cache", "--follow-symlinks", "proj").exit_code == 0
+    assert "DEVICE" in (linked_out / "outside" / "t.py").read_text()
+    assert os.path.islink(linked_out / "proj" / "link.py")
+
+
+def test_the_follow_symlinks_config_key_writes_through_the_link(linked_out):
+    (linked_out / "proj" / "pyproject.toml").write_text("[tool.mpslint]\nfollow-symlinks = true\n")
+    assert run("--fix", "--no-cache", "proj").exit_code == 0
+    assert "DEVICE" in (linked_out / "outside" / "t.py").read_text()
+
+
+def test_a_link_inside_the_paths_checked_and_a_link_named_on_the_command_line_are_written(linked_out):
+    os.symlink("ok.py", linked_out / "proj" / "inner.py")
+    assert run("--fix", "--no-cache", "proj/inner.py", "proj/link.py").exit_code == 0
+    assert "DEVICE" in (linked_out / "outside" / "t.py").read_text()
+    assert "DEVICE" in (linked_out / "proj" / "ok.py").read_text()

@@ -35,6 +35,8 @@ class Settings:
     torch_version_origin: str = field(default="", metadata={"config": False})
     device_helper: str = "inline"
     report_interval_guarded: bool = False
+    # `--fix` writes through a symbolic link to a file outside the paths checked (Ruff does not).
+    follow_symlinks: bool = False
 
     def with_codes(self, codes: Iterable[str]) -> "Settings":
         return replace(self, select=frozenset(codes))
