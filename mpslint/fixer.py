@@ -170,6 +170,23 @@ def _conflicts(a: Edit, b: Edit) -> bool:
     )
 
 
+def _line_ending_at(text: str, starts: List[int], offset: int) -> str:
+    """The line ending a line break inserted at ``offset`` should use: that of the line it continues.
+
+    At the start of a line, that is the line before (an inserted ``\\n`` after a ``\\r`` ending would
+    join them into a new ``\\r\\n``); elsewhere, the line's own. Empty where there is none (a
+    last line without an ending): the file's dominant ending is used instead.
+    """
+    row = bisect.bisect_right(starts, offset) - 1
+    if offset == starts[row] and row > 0:
+        end = starts[row]
+    elif row + 1 < len(starts):
+        end = starts[row + 1]
+    else:
+        return ""
+    return "\r\n" if text.startswith("\r\n", end - 2) else text[end - 1]
+
+
 def apply_fixes(text: str, fixes: Sequence[Fix], *, newline: str = "\n") -> str:
     edits = sorted({edit for fix in fixes for edit in fix.edits}, key=Edit.sort_key)
     starts = line_starts(text)
@@ -182,8 +199,10 @@ def apply_fixes(text: str, fixes: Sequence[Fix], *, newline: str = "\n") -> str:
             continue
         pieces.append(text[cursor:begin])
         content = edit.content
-        if newline != "\n":
-            content = content.replace("\n", newline)
+        if "\n" in content:
+            ending = _line_ending_at(text, starts, begin) or newline
+            if ending != "\n":
+                content = content.replace("\n", ending)
         pieces.append(content)
         cursor = end
     pieces.append(text[cursor:])

@@ -263,3 +263,26 @@ def test_a_link_inside_the_paths_checked_and_a_link_named_on_the_command_line_ar
     assert run("--fix", "--no-cache", "proj/inner.py", "proj/link.py").exit_code == 0
     assert "DEVICE" in (linked_out / "outside" / "t.py").read_text()
     assert "DEVICE" in (linked_out / "proj" / "ok.py").read_text()
+
+
+# --- line endings ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        b"import torch\rx = torch.zeros(1).cuda()\ny = 1\n",  # the helper goes after a CR line, in a mostly-LF file
+        b"import torch\nimport os\rx = torch.zeros(1).cuda()\ny = 1\n",
+        b"import torch\r\nx = torch.zeros(1).cuda()\ry = 1\rz = 2\r",
+    ],
+)
+def test_a_file_mixing_line_endings_gains_no_new_kind_of_ending(tmp_path, monkeypatch, source):
+    import re
+
+    enter(tmp_path, monkeypatch)
+    (tmp_path / "m.py").write_bytes(source)
+    assert run("--fix", "--no-cache", "m.py").exit_code == 0
+    after = (tmp_path / "m.py").read_bytes()
+    endings = lambda data: set(re.findall(rb"\r\n|\r|\n", data))  # noqa: E731
+    assert b"DEVICE" in after and endings(after) <= endings(source)  # no CR and LF joined into a new CRLF
+    assert after.replace(b"\r\n", b"\n").replace(b"\r", b"\n").startswith(b"import torch\n")
