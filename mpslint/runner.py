@@ -429,8 +429,8 @@ def _why_not_written(target: str, settings: Settings, mode: Mode) -> Optional[st
     except OSError:
         return None  # write_atomic reports it
     if mode.roots is not None and not settings.follow_symlinks and not _under(real, mode.roots):
-        return (f"not fixed: a symbolic link to {real}, outside the paths checked "
-                "(--follow-symlinks, or follow-symlinks = true, writes through it)")
+        return (f"not fixed: a symbolic link leads to {real}, outside the paths checked "
+                "(--follow-symlinks, or follow-symlinks = true, writes there)")
     if not st.st_mode & 0o222 or not os.access(real, os.W_OK):
         return "not fixed: the file is read-only (make it writable to apply the fixes)"
     return None

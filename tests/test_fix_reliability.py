@@ -240,7 +240,7 @@ def linked_out(tmp_path, monkeypatch):
 def test_fix_does_not_write_through_a_link_out_of_the_paths_checked(linked_out):
     result = run("--fix", "--no-cache", "proj")
     assert result.exit_code == 1
-    assert "proj/link.py:1:1: MPS001 not fixed: a symbolic link to" in result.output
+    assert "proj/link.py:1:1: MPS001 not fixed: a symbolic link leads to" in result.output
     assert (linked_out / "outside" / "t.py").read_text() == CUDA
     assert "DEVICE" in (linked_out / "proj" / "ok.py").read_text()
     assert os.path.islink(linked_out / "proj" / "link.py")
