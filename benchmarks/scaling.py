@@ -3,13 +3,16 @@
     python benchmarks/scaling.py              # every shape, at its base size and 4x
     python benchmarks/scaling.py --huge       # also the 300,000-line module
     python benchmarks/scaling.py --shape elif_dispatch --factor 8
+    python benchmarks/scaling.py --fix --shape module_calls   # time `--fix` (fixer.fix_text) instead
 
 Each shape is generated at a base size and at four times that size, checked in
 this process (``engine.check_text`` with fixes computed, as ``mpslint
 --no-cache -j 1`` does), and the table prints the time of each and their ratio:
 linear growth gives 4, quadratic 16. CPU time (``time.process_time``) is used,
 so other load on the machine does not skew a ratio. Not a test: it prints a
-table; README's Performance section quotes it.
+table; README's Performance section quotes it. With ``--fix`` the time is
+``fixer.fix_text``'s (every pass, its checks and the choice among thousands of
+fixes), as ``mpslint --fix --no-cache -j 1`` spends it on one file.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mpslint.config import Settings  # noqa: E402
 from mpslint.engine import check_text  # noqa: E402
+from mpslint.fixer import fix_text  # noqa: E402
 
 HEADER = "import torch\nimport torch.nn as nn\n\n"
 
@@ -106,13 +110,19 @@ SHAPES: Dict[str, Tuple[Callable[[int], str], int]] = {
 }
 
 
-def measure(text: str, repeat: int = 1) -> float:
+def measure(text: str, repeat: int = 1, fix: bool = False) -> float:
     settings = Settings()
     best = float("inf")
     for _ in range(repeat):
         start = time.process_time()
-        result = check_text(text, "generated.py", settings)
+        if fix:
+            outcome = fix_text(text, "generated.py", settings)
+        else:
+            result = check_text(text, "generated.py", settings)
         best = min(best, time.process_time() - start)
+    if fix:
+        assert outcome.error is None, outcome.error
+        result = check_text(outcome.text, "generated.py", settings)  # what was written must check cleanly
     assert result.parsed, result.diagnostics[:1]
     crashed = [d for d in result.diagnostics if d.code == "MPS900"]
     assert not crashed, crashed[0].detail
@@ -124,13 +134,14 @@ def main(argv: List[str] = None) -> int:
     parser.add_argument("--shape", action="append", choices=sorted(SHAPES), help="only these shapes")
     parser.add_argument("--factor", type=int, default=4)
     parser.add_argument("--huge", action="store_true", help="also time a 300,000-line module")
+    parser.add_argument("--fix", action="store_true", help="time fixing to a fixpoint, not checking")
     args = parser.parse_args(argv)
     print(f"| shape | lines | s | lines x{args.factor} | s | ratio |")
     print("|---|---:|---:|---:|---:|---:|")
     for name in args.shape or SHAPES:
         make, size = SHAPES[name]
         small, large = make(size), make(size * args.factor)
-        t_small, t_large = measure(small, repeat=3), measure(large)
+        t_small, t_large = measure(small, repeat=3, fix=args.fix), measure(large, fix=args.fix)
         print(f"| {name} | {small.count(chr(10)):,} | {t_small:.2f} | {large.count(chr(10)):,} | {t_large:.2f} | "
               f"{t_large / t_small:.1f} |", flush=True)
     if args.huge:

@@ -118,6 +118,8 @@ def main() -> None:
 @click.option("--fix-only", is_flag=True, help="Apply fixes and report nothing else; exit 0 whatever remains (implies --fix).")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODES` to every line with findings, and nothing else.")
 @click.option("--ignore-noqa", is_flag=True, help="Report (and fix) what `# noqa` comments suppress.")
+@click.option("--follow-symlinks", is_flag=True,
+              help="With --fix, also write through symbolic links to files outside the paths checked.")
 @selection_options
 @configuration_options
 @click.option(
@@ -181,6 +183,7 @@ def _check(
     fix_only: bool,
     add_noqa: bool,
     ignore_noqa: bool,
+    follow_symlinks: bool,
     select: Tuple[str, ...],
     extend_select: Tuple[str, ...],
     ignore: Tuple[str, ...],
@@ -244,7 +247,10 @@ def _check(
             return (print_files if show_files else print_settings)(shown, resolver, force_exclude)
         except ConfigError as exc:
             raise UsageFailure(str(exc)) from None
-    mode = Mode(fix=fix and not diff, diff=diff, unsafe=unsafe_fixes)
+    roots = None  # where --fix may write: under the paths given, unless asked to follow links out of them
+    if fix and not use_stdin and not follow_symlinks:
+        roots = tuple(os.path.realpath(p) for p in (paths or (".",)))
+    mode = Mode(fix=fix and not diff, diff=diff, unsafe=unsafe_fixes, roots=roots)
     machine = output_format not in TEXT_FORMATS
 
     try:

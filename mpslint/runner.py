@@ -44,6 +44,9 @@ class Mode:
     fix: bool = False  # write fixed files
     diff: bool = False  # compute the fix, write nothing, return a unified diff
     unsafe: bool = False
+    # The real paths of the paths checked: a fix is written only to a file under one of them, unless the
+    # file's settings follow symlinks. None: anywhere (stdin, the server, the API).
+    roots: Optional[Tuple[str, ...]] = None
 
     @property
     def fixing(self) -> bool:
@@ -394,11 +397,52 @@ def process_bytes(data: bytes, display: str, settings: Settings, mode: Mode, *, 
         result.diff = unified_diff(source.text, outcome.text, display)
     elif target is not None:
         try:
-            write_atomic(target, source.encode(outcome.text), expected=data)
-        except (OSError, UnicodeEncodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            return FileResult(display, error=f"cannot write the fixed file: {reason}")
+            encoded = source.encode(outcome.text)
+        except UnicodeEncodeError as exc:
+            return FileResult(display, outcome.found, error=f"cannot write the fixed file: {exc}")
+        return write_fixed(target, encoded, data, result, outcome.found, settings, mode)
     return result
+
+
+def write_fixed(
+    target: str, data: bytes, expected: bytes, result: FileResult, found: List[Diagnostic], settings: Settings, mode: Mode
+) -> FileResult:
+    """Write a fixed file, or return what is true instead: nothing was fixed, and ``found`` remains.
+
+    A file that is read-only, or a link to a file outside the paths checked, is not
+    written: an MPS001 finding says why (a read-only file is one its owner meant to keep
+    as it is; renaming over it would still work, since only the directory needs to be
+    writable). A write that fails is an error, and the findings still count as remaining.
+    """
+    refusal = _why_not_written(target, settings, mode)
+    if refusal is not None:
+        return FileResult(result.display, [*found, io_error(result.display, refusal)])
+    try:
+        write_atomic(target, data, expected=expected)
+    except OSError as exc:
+        return FileResult(result.display, found, error=f"cannot write the fixed file: {exc.strerror or exc}")
+    return result
+
+
+def _why_not_written(target: str, settings: Settings, mode: Mode) -> Optional[str]:
+    try:
+        real = os.path.realpath(target)
+        st = os.stat(real)
+    except OSError:
+        return None  # write_atomic reports it
+    if mode.roots is not None and not settings.follow_symlinks and not _under(real, mode.roots):
+        return (f"not fixed: a symbolic link leads to {real}, outside the paths checked "
+                "(--follow-symlinks, or follow-symlinks = true, writes there)")
+    if not st.st_mode & 0o222 or not os.access(real, os.W_OK):
+        return "not fixed: the file is read-only (make it writable to apply the fixes)"
+    return None
+
+
+def _under(path: str, roots: Sequence[str]) -> bool:
+    for root in roots:
+        if path == root or path.startswith(os.path.join(root, "")):
+            return True
+    return False
 
 
 def write_atomic(path: str, data: bytes, *, expected: Optional[bytes] = None) -> None:

@@ -929,7 +929,7 @@ def test_unfixed_cuda_calls_say_why():
     [diag] = check("import torch\nx = torch.ones(1).cuda(args.gpu)\n", ["MPS101"])
     assert diag.fix is None and diag.message.endswith("; not fixed: it chooses a particular GPU")
     [diag] = check("def f(x):\n    import torch\n    return x.cuda()\n", ["MPS101"])
-    assert diag.message.endswith("; not fixed: torch is not imported at the top of the file, where the device picker would go")
+    assert diag.message.endswith("; not fixed: torch is not imported at module level before this code, where the device picker would go")
 
 
 def test_the_first_gpu_is_the_gpu_unless_the_code_changes_the_current_one():

@@ -69,3 +69,31 @@ def test_steps_up_the_tree_grow_linearly(shape, monkeypatch):
     small, large = steps(make(SIZES[shape]), monkeypatch), steps(make(4 * SIZES[shape]), monkeypatch)
     # The memo of an inherited fact is per analysis object, so the count is exact: linear is 4.
     assert large <= 5 * max(small, 1), (small, large)
+
+
+# --- fixing: conflict checks grow with the number of fixes, not its square ---------------------
+
+
+@pytest.mark.parametrize("shape", ["module_calls", "elif_dispatch"])
+def test_conflict_checks_between_fixes_grow_linearly(shape, monkeypatch):
+    """Every edit was compared with every edit taken before it: 8,000 `.cuda()` fixes took 90 s (#29)."""
+    from mpslint import fixer
+
+    make, _ = SHAPES[shape]
+    compared = [0]
+    real = fixer._conflicts
+
+    def counted(a, b):
+        compared[0] += 1
+        return real(a, b)
+
+    def comparisons(text: str) -> int:
+        compared[0] = 0
+        diagnostics = check_text(text, "generated.py", Settings()).diagnostics
+        chosen = fixer.choose_fixes(diagnostics, unsafe=False)
+        assert len(chosen) >= SIZES[shape] // 2, len(chosen)  # the shape's fixes are taken, not refused
+        return compared[0]
+
+    monkeypatch.setattr(fixer, "_conflicts", counted)
+    small, large = comparisons(make(SIZES[shape])), comparisons(make(4 * SIZES[shape]))
+    assert large <= 5 * max(small, 1), (small, large)

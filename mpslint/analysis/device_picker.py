@@ -19,7 +19,12 @@ In order of preference, a fix uses:
 ``pick_device`` is defined once per module after the imports (torch 2.0
 compatible; the ``torch.accelerator`` one-liner with a torch-version floor
 >= 2.7), or imported from the project's own helper
-(``device-helper = "package.module:function"``).
+(``device-helper = "package.module:function"``). "After the imports" means
+before the first statement with CUDA code, which may be followed by more
+imports. A ``pick_device`` the module already has is reused only where
+``pick_device()`` is sure to work; otherwise the helper takes a name the module
+does not use (``pick_torch_device``), so a fix never calls a function with the
+wrong arguments or before its ``def`` has run.
 
 Every fix that needs the helper carries the same insertion edit, so the fixer
 merges them; a fix needing a different insertion at the same point waits for
@@ -42,6 +47,8 @@ from mpslint.knowledge.cuda_api import ACCELERATOR_ONE_LINER
 
 HOISTED = "DEVICE"
 DEFAULT_HELPER = "pick_device"
+# Why a fix that needs the helper is not offered (``usable`` is false, or the code runs before the helper would).
+NO_PICKER = "torch is not imported at module level before this code, where the device picker would go"
 
 _DEVICE_NAME = re.compile(r"^(device|dev|DEVICE|_device|torch_device|default_device|[a-z_]*_device)$")
 # Names of a parameter or attribute that holds the device the code runs on (not `cpu_device`, `offload_device`, ...).
@@ -114,29 +121,26 @@ class DevicePicker:
         self.module = module
         setting = ctx.settings.device_helper or "inline"
         self.import_from: Optional[str] = None
-        if setting != "inline" and ":" in setting:
-            self.import_from, self.helper = setting.split(":", 1)
-        else:
-            self.helper = DEFAULT_HELPER
         # The inline helper is torch 2.0 compatible unless a floor >= 2.7 is configured.
         self.floor = ctx.settings.torch_version[:2] if ctx.settings.torch_version else (2, 0)
         self.torch = torch_alias(ctx)
-        self.anchor = _import_block_end(module)
-        self.helper_def: Optional[ast.AST] = None
+        self.anchor = _import_block_end(ctx)
+        self.helper_def: Optional[ast.AST] = None  # the module's own helper, reused
         self.helper_bound = False
+        if setting != "inline" and ":" in setting:
+            self.import_from, self.helper = setting.split(":", 1)
+            self.helper_def = _module_function(module, self.helper)
+            self.helper_bound = self.helper_def is not None or ctx.imports.bindings.get(self.helper) is not None
+        else:
+            self.helper, self.helper_def, self.helper_bound = self._choose_helper()
         self.hoisted: Optional[ast.AST] = None  # the existing `DEVICE = pick_device()`
         self.hoisted_conflict = False
         for stmt in module.body:
-            if type(stmt) in _FUNCTIONS and stmt.name == self.helper:  # type: ignore[attr-defined]
-                self.helper_def = stmt
-                self.helper_bound = True
             if type(stmt) is ast.Assign and any(type(t) is ast.Name and t.id == HOISTED for t in stmt.targets):
-                if self._is_helper_call(stmt.value):
+                if self._is_helper_call(stmt.value) and self.hoisted is None:
                     self.hoisted = stmt
                 else:
                     self.hoisted_conflict = True
-        if ctx.imports.bindings.get(self.helper) is not None:
-            self.helper_bound = True
         # scope -> name -> (statement index, prefers CUDA, holds a str), for every assignment of the name
         self.scopes: Dict[ast.AST, Dict[str, List[Tuple[int, bool, bool]]]] = {}
         self.params: Dict[ast.AST, Set[str]] = {}
@@ -151,6 +155,35 @@ class DevicePicker:
             self._reusable[scope] = found
         self._usable: Optional[bool] = None
         self._padding: Optional[int] = None
+
+    def _choose_helper(self) -> Tuple[str, Optional[ast.AST], bool]:
+        """(name, the module's own definition or None, whether the name is already bound) of the picker to call.
+
+        A helper the module already has is reused only when ``name()`` is sure to work wherever
+        a fix calls it: a plain function that takes no argument (every parameter has a default),
+        bound once at module level and defined before any CUDA code, or imported with the
+        leading imports. Otherwise the module's name is left alone and the helper gets a free one.
+        """
+        used = _names_used(self.tree)
+        for name in _helper_names():
+            if name not in used:
+                return name, None, False
+            bindings = _module_bindings(self.module, name)
+            if len(bindings) != 1:
+                continue
+            [binding] = bindings
+            if type(binding) is ast.FunctionDef and _callable_without_arguments(binding) \
+                    and self._before_cuda_code(binding):
+                return name, binding, True
+            if type(binding) in (ast.Import, ast.ImportFrom) and self.anchor is not None \
+                    and binding.lineno <= self.anchor.end_lineno:  # type: ignore[attr-defined]
+                return name, None, True
+        raise AssertionError("unreachable: the helper names never run out")
+
+    def _before_cuda_code(self, definition: ast.AST) -> bool:
+        """No CUDA placement code (outside ``definition``) comes before it: no fix needs the helper earlier."""
+        markers = self.ctx.analysis(_ImportTimePlacement).markers  # in source order
+        return not markers or markers[0] >= self.tree.index(definition)
 
     # --- what a fix can use -------------------------------------------------
 
@@ -185,6 +218,8 @@ class DevicePicker:
         if not self._after_anchor(node):
             return None
         if self.hoisted is not None:
+            if not self._after(node, self.hoisted):
+                return None  # `DEVICE = pick_device()` runs after this code: another would be a second device
             return DeviceRef(HOISTED, ())
         local = self._local_device(node)
         if local is not None:
@@ -346,7 +381,7 @@ class DevicePicker:
             return None
         if "device" in bound or first is None or not _starts_line(self.tree, first):
             return DeviceRef(call.text, call.edits, DEVICE_KIND, self.torch or "torch")
-        indent = _indent_of(self.tree, first)
+        indent = self.tree.indentation(first.lineno)  # type: ignore[attr-defined]
         edit = insert_before(first, f"device = {call.text}\n{indent}")
         return DeviceRef("device", (edit, *call.edits), DEVICE_KIND, self.torch or "torch")
 
@@ -424,10 +459,16 @@ class DevicePicker:
     def _after_anchor(self, node: ast.AST) -> bool:
         if not self.usable:
             return False
+        if self.helper_def is not None and not self._after(node, self.helper_def):
+            return False
+        return self._after(node, self.anchor)
+
+    def _after(self, node: ast.AST, statement: ast.AST) -> bool:
+        """``node`` sits in a module-level statement that starts on a line after ``statement`` ends."""
         top = self.tree.inherited("top", node, _top_step, None)
         if top is None:
             return False
-        return _first_line(top) > self.anchor.end_lineno  # type: ignore[union-attr]
+        return _first_line(top) > statement.end_lineno  # type: ignore[attr-defined]
 
     def _is_helper_call(self, value: ast.AST) -> bool:
         return type(value) is ast.Call and dotted_name(value.func) == self.helper and not value.args and not value.keywords  # type: ignore[attr-defined]
@@ -591,16 +632,22 @@ def _contains_import(stmt: ast.AST) -> bool:
     return False
 
 
-def _import_block_end(module: ast.Module) -> Optional[ast.AST]:
-    """The last statement of the module's leading imports.
+def _import_block_end(ctx) -> Optional[ast.AST]:
+    """The last statement of the module's leading imports: the helper goes after it.
 
     The prelude is the docstring, ``from __future__`` and imports, possibly
     interleaved with simple statements (``sys.path.insert(...)``,
     ``warnings.filterwarnings(...)``) and ``try: import ...`` blocks; it ends
-    at the first definition or other compound statement.
+    at the first definition or other compound statement, and before the first
+    statement with CUDA code in it: the helper must be defined before the code
+    that needs it, even where imports follow (a notebook that imports in each cell).
     """
+    module = ctx.module
+    placing = ctx.analysis(_ImportTimePlacement).first_placing(ctx.tree, module.body)
     last = None
     for stmt in module.body:
+        if stmt is placing:
+            break
         if _contains_import(stmt):
             last = stmt
         elif not is_compound(stmt):
@@ -608,6 +655,83 @@ def _import_block_end(module: ast.Module) -> Optional[ast.AST]:
         else:
             break
     return last
+
+
+def _helper_names():
+    """Names for the helper, the usual one first; a file that uses them all gets a numbered one."""
+    yield DEFAULT_HELPER
+    yield "pick_torch_device"
+    number = 2
+    while True:
+        yield f"{DEFAULT_HELPER}_{number}"
+        number += 1
+
+
+def _names_used(tree) -> Set[str]:
+    """Every identifier the module binds or reads, in any scope: a new module-level name must be none of them."""
+    names: Set[str] = set()
+    for node in tree.nodes:
+        cls = type(node)
+        if cls is ast.Name:
+            names.add(node.id)  # type: ignore[attr-defined]
+        elif cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            names.add(node.name)  # type: ignore[attr-defined]
+        elif cls is ast.arg:
+            names.add(node.arg)  # type: ignore[attr-defined]
+        elif cls is ast.alias:
+            names.add((node.asname or node.name).split(".", 1)[0])  # type: ignore[attr-defined]
+        elif cls in (ast.Global, ast.Nonlocal):
+            names.update(node.names)  # type: ignore[attr-defined]
+        elif cls is ast.ExceptHandler and node.name:  # type: ignore[attr-defined]
+            names.add(node.name)  # type: ignore[attr-defined]
+        elif hasattr(ast, "MatchAs") and cls in (ast.MatchAs, ast.MatchStar) and node.name:  # type: ignore[attr-defined]
+            names.add(node.name)  # type: ignore[attr-defined]
+        elif hasattr(ast, "MatchMapping") and cls is ast.MatchMapping and node.rest:  # type: ignore[attr-defined]
+            names.add(node.rest)  # type: ignore[attr-defined]
+    return names
+
+
+def _module_bindings(module: ast.Module, name: str) -> List[ast.AST]:
+    """The module-level statements (looking into top-level ``try``/``if``) that bind ``name``."""
+    found: List[ast.AST] = []
+    for stmt in _top_level_statements(module):
+        cls = type(stmt)
+        if cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            hit = stmt.name == name  # type: ignore[attr-defined]
+        elif cls in (ast.Import, ast.ImportFrom):
+            hit = any((a.asname or a.name).split(".", 1)[0] == name for a in stmt.names)  # type: ignore[attr-defined]
+        elif cls in (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith):
+            hit = any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt)
+                      if isinstance(getattr(n, "ctx", None), ast.Store))
+        else:
+            hit = False
+        if hit:
+            found.append(stmt)
+    return found
+
+
+def _module_function(module: ast.Module, name: str) -> Optional[ast.AST]:
+    for stmt in module.body:
+        if type(stmt) in _FUNCTIONS and stmt.name == name:  # type: ignore[attr-defined]
+            return stmt
+    return None
+
+
+_CACHING_DECORATORS = frozenset({"cache", "lru_cache", "functools.cache", "functools.lru_cache"})
+
+
+def _callable_without_arguments(function: ast.FunctionDef) -> bool:
+    """``function()`` binds every parameter (each has a default), and no decorator but a cache changes that."""
+    args = function.args
+    if len(args.posonlyargs) + len(args.args) != len(args.defaults):
+        return False
+    if any(default is None for default in args.kw_defaults):
+        return False
+    for decorator in function.decorator_list:
+        target = decorator.func if type(decorator) is ast.Call else decorator  # type: ignore[attr-defined]
+        if dotted_name(target) not in _CACHING_DECORATORS:
+            return False
+    return True
 
 
 def _literal_not_cuda(value: ast.AST) -> bool:
@@ -759,8 +883,3 @@ def _first_statement(body: List[ast.stmt]) -> Optional[ast.stmt]:
 
 def _starts_line(tree, statement: ast.AST) -> bool:
     return not tree.line_text(statement.lineno)[: tree.start(statement)[1]].strip()  # type: ignore[attr-defined]
-
-
-def _indent_of(tree, statement: ast.AST) -> str:
-    line = tree.line_text(statement.lineno)  # type: ignore[attr-defined]
-    return line[: len(line) - len(line.lstrip(" \t"))]

@@ -163,6 +163,18 @@ class Tree:
         end = starts[row] if row < len(starts) else len(self.source)
         return self.source[starts[row - 1]:end]
 
+    def indentation(self, row: int) -> str:
+        """The indentation of line ``row`` as Python counts it, to copy onto a new line of the same block.
+
+        Python's tokenizer reads spaces, tabs and form feeds before a statement, and a form feed
+        sets the column back to zero: only what follows the last one is the statement's indentation
+        (``\\f    m = 1`` is indented four spaces; copying ``\\f    `` whole onto a new line is fine, but
+        copying the spaces before a form feed, or stopping at it, would move the new line out of the block).
+        """
+        line = self.line_text(row)
+        leading = line[: len(line) - len(line.lstrip(" \t\f"))]
+        return leading[leading.rfind("\f") + 1:]
+
     def _column(self, row: int, byte_column: int) -> int:
         """A 0-based character column from ``ast``'s UTF-8 byte column."""
         line = self.line_text(row)

@@ -7,11 +7,19 @@ from typing import Optional, Tuple
 
 from mpslint.analysis.availability import Availability
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
+from mpslint.analysis.device_picker import NO_PICKER
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.checks.base import FixSpec, Rule, insert_line_after, replace, short
 from mpslint.checks.cuda_device_literal import assigns_device
 from mpslint.checks.guard_rewrite import guarded_outcome
-from mpslint.checks.rewriting import cuda, default_indent, indent_of, picker, starts_line, torch_name
+from mpslint.checks.rewriting import (
+    cuda,
+    default_indent,
+    indent_of,
+    picker,
+    starts_line,
+    torch_name,
+)
 
 MESSAGE = "this device choice picks CUDA or the CPU, never MPS; choose CUDA, then MPS, then the CPU"
 
@@ -103,7 +111,7 @@ class CudaOnlyDeviceChoice(Rule):
             return self._fix_is_cuda(node, reported), ""
         if _is_availability_call(self.ctx, node.test):
             fix = self._fix_availability(node, reported)
-            return fix, "" if fix else "torch is not imported at the top of the file, where the device picker would go"
+            return fix, "" if fix else NO_PICKER
         guarded = guarded_outcome(self.ctx, node.body)
         if guarded is not None:
             # `"cuda" if use_cuda else "cpu"` with use_cuda = torch.cuda.is_available(): the flag changes with it.
@@ -113,7 +121,7 @@ class CudaOnlyDeviceChoice(Rule):
         # A user's own flag (`--cuda`): keep the choice, and let "the GPU" be the Mac's too.
         call = picker(self.ctx).picker_call(reported)
         if call is None:
-            return None, "torch is not imported at the top of the file, where the device picker would go"
+            return None, NO_PICKER
         torch = torch_name(self.ctx) or "torch"
         test, other = self.ctx.text(node.test), self.ctx.text(node.orelse)
         if reported is not node:

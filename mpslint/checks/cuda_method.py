@@ -6,6 +6,7 @@ import ast
 from typing import Optional
 
 from mpslint.analysis.cuda_context import DEVICE
+from mpslint.analysis.device_picker import NO_PICKER
 from mpslint.checks.base import FixSpec, Rule
 from mpslint.checks.guard_rewrite import guarded_outcome
 from mpslint.checks.rewriting import cuda, movable, picker, to_device
@@ -36,7 +37,7 @@ class CudaMethod(Rule):
             if fix is None:
                 message += "; not fixed: " + (
                     "it chooses a particular GPU" if not movable(node)
-                    else "torch is not imported at the top of the file, where the device picker would go")
+                    else NO_PICKER)
         else:
             # Under `if use_cuda:` (use_cuda = torch.cuda.is_available()) `.to(device)` alone would still never run on a Mac.
             fix = guarded.fix

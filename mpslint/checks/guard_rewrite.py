@@ -218,7 +218,7 @@ class _Builder:
             return self._blocked(node, "is also under another CUDA availability guard")
         ref = picker(self.ctx).device_ref(node)
         if ref is None:
-            return self._blocked(node, "has no device to move to (torch is not imported at the top of the file)")
+            return self._blocked(node, "has no device to move to (torch is not imported at module level before this code)")
         edit, _ = to_device(self.ctx, node, ref)
         self.edits.extend((edit, *ref.edits))
         return True
@@ -291,7 +291,7 @@ class _Builder:
                 else:
                     call = picker(ctx).picker_call(term)
                     if call is None:
-                        return "mpslint cannot define a device picker in this file (torch is not imported at the top)"
+                        return "mpslint cannot define a device picker in this file (torch is not imported at module level before the CUDA code)"
                     text, extra = f'{call.text}.type != "cpu"', call.edits
             self.edits.extend((replace(term, text), *extra))
         return ""

@@ -72,8 +72,7 @@ def starts_line(ctx: Context, statement: ast.AST) -> bool:
 
 def indent_of(ctx: Context, statement: ast.AST) -> str:
     """The indentation of ``statement``'s first line (it starts its line: see ``lone_statement``)."""
-    line = ctx.tree.line_text(statement.lineno)  # type: ignore[attr-defined]
-    return line[: len(line) - len(line.lstrip(" \t"))]
+    return ctx.tree.indentation(statement.lineno)  # type: ignore[attr-defined]
 
 
 def default_indent(ctx: Context) -> str:

@@ -37,6 +37,8 @@ class Settings:
     report_interval_guarded: bool = False
     # `--ignore-noqa`: report (and fix) what `# noqa` comments suppress. A command-line switch, as in Ruff.
     ignore_noqa: bool = field(default=False, metadata={"config": False})
+    # `--fix` writes through a symbolic link to a file outside the paths checked (Ruff does not).
+    follow_symlinks: bool = False
 
     def with_codes(self, codes: Iterable[str]) -> "Settings":
         return replace(self, select=frozenset(codes))

@@ -57,6 +57,7 @@ class NotebookFix:
     fixed: Counter = field(default_factory=Counter)
     error: Optional[str] = None
     passes: int = 0  # passes that changed the cells, as the fixer counts them for a file
+    found: List[Diagnostic] = field(default_factory=list)  # the notebook's findings before any fix
 
 
 def python_sources(notebook: Notebook) -> List[Tuple[int, str]]:
@@ -109,7 +110,7 @@ def fix_sources(sources: Sequence[Tuple[int, str]], path: str, settings: Setting
     order = [number for number, _ in sources]
     current = dict(sources)
     checked = check_sources(sources, path, settings)
-    outcome = NotebookFix(dict(current), checked)
+    outcome = NotebookFix(dict(current), checked, found=checked.diagnostics)
     for _ in range(MAX_PASSES):
         program = checked.program
         mappable = [d for d in checked.in_program if d.fix is not None and all(program.cell_edit(e) for e in d.fix.edits)]
@@ -165,7 +166,7 @@ def fix_notebook(data: bytes, display: str, settings: Settings, *, unsafe: bool)
 def process_notebook(data: bytes, display: str, settings: Settings, mode: "Mode", *, target: Optional[str] = None) -> "FileResult":
     """Check or fix one notebook's bytes; with ``mode.fix`` and a ``target``, write the fixed notebook there."""
     from mpslint.diagnostic import io_error
-    from mpslint.runner import FileResult, write_atomic
+    from mpslint.runner import FileResult, write_fixed
 
     try:
         text, bom = decode(data)
@@ -189,10 +190,7 @@ def process_notebook(data: bytes, display: str, settings: Settings, mode: "Mode"
         result.diff = cell_diff(notebook, outcome.sources, display)
     elif target is not None:
         encoded = (codecs.BOM_UTF8 if bom else b"") + new_text.encode("utf-8")
-        try:
-            write_atomic(target, encoded, expected=data)
-        except OSError as exc:
-            return FileResult(display, error=f"cannot write the fixed file: {exc.strerror or exc}")
+        return write_fixed(target, encoded, data, result, outcome.found, settings, mode)
     return result
 
 
