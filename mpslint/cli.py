@@ -93,7 +93,8 @@ def main() -> None:
 
 
 @main.command("check")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+# readable=False: a path that cannot be read is an MPS001 finding, and the other paths are still checked.
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str, readable=False))
 @click.option("--fix", is_flag=True, help="Apply fixes (safe ones; with --unsafe-fixes, unsafe ones too).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or offer fixes that may change behaviour.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff and write nothing; exit 1 if there is one.")
@@ -191,8 +192,10 @@ def _check(
         if use_stdin:
             results, sources, stdin_output = _run_stdin(stdin_filename, resolver, mode, force_exclude)
             unreadable: List["Diagnostic"] = []
+            located: Dict[str, str] = {}
         else:
-            results, unreadable, sources = _run_paths(
+            sources = {}
+            results, unreadable, located = _run_paths(
                 list(paths) or ["."], resolver, mode, force_exclude, jobs, None if no_cache else cache_dir, no_cache
             )
     except ConfigError as exc:
@@ -252,7 +255,7 @@ def _check(
 
     from mpslint.output import render
 
-    options = Options(unsafe=unsafe_fixes, source=lambda path: _source(path, sources))
+    options = Options(unsafe=unsafe_fixes, source=lambda path: _source(path, sources, located))
     pieces: List[str] = []
     if statistics:
         pieces.append(render_statistics(remaining, unsafe=unsafe_fixes, as_json=output_format == "json"))
@@ -332,14 +335,17 @@ def _emit(text: str, output_file: Optional[str], *, err: bool) -> None:
         click.echo(text, nl=False, err=err)
 
 
-def _source(path: str, sources: Dict[str, str]) -> Optional[str]:
-    """A file's current text, for the `full` format (fixed files are read after the fix)."""
+def _source(path: str, sources: Dict[str, str], located: Dict[str, str]) -> Optional[str]:
+    """A file's current text, for the `full` format (fixed files are read after the fix).
+
+    ``located`` maps a shown name that is not the file's name (``\\xff`` for a byte) to the file.
+    """
     if path in sources:
         return sources[path]
     from mpslint.source import DecodeError, SourceText
 
     try:
-        with open(path, "rb") as handle:
+        with open(located.get(path, path), "rb") as handle:
             return SourceText.decode(handle.read()).text
     except (OSError, DecodeError):
         return None
@@ -352,7 +358,9 @@ def _run_stdin(stdin_filename: Optional[str], resolver, mode, force_exclude: boo
     data = stream.read()
     if isinstance(data, str):
         data = data.encode("utf-8")
-    display = stdin_filename or "-"
+    from mpslint.files import shown
+
+    display = shown(stdin_filename) if stdin_filename else "-"
     config = resolver.for_path(Path(stdin_filename)) if stdin_filename else resolver.for_directory(resolver.cwd)
     if stdin_filename and force_exclude:
         from mpslint.files import _forced_out
@@ -379,11 +387,11 @@ def _run_stdin(stdin_filename: Optional[str], resolver, mode, force_exclude: boo
 
 
 def _run_paths(paths: List[str], resolver, mode, force_exclude: bool, jobs, cache_dir: Optional[str], no_cache: bool):
-    from mpslint.files import discover
+    from mpslint.files import discover, shown
     from mpslint.runner import run
 
     found = discover(paths, resolver, force_exclude=force_exclude)
-    files = [(str(path), path.as_posix(), config.settings_for(path)) for path, config in found.files]
+    files = [(str(path), shown(path.as_posix()), config.settings_for(path)) for path, config in found.files]
     cache_path = None
     if not no_cache and not mode.fixing:
         from mpslint.cache import CACHE_DIR_NAME
@@ -392,7 +400,8 @@ def _run_paths(paths: List[str], resolver, mode, force_exclude: bool, jobs, cach
     results = run(files, mode, jobs=jobs, cache_dir=cache_path)
     from mpslint.diagnostic import io_error
 
-    return results, [io_error(path, message) for path, message in found.errors], {}
+    located = {display: path for path, display, _ in files if display != path}
+    return results, [io_error(shown(path), message) for path, message in found.errors], located
 
 
 @main.command("rule")

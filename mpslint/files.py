@@ -92,6 +92,20 @@ def _gitignore_above(directory: Path) -> _GitIgnore:
     return ignore
 
 
+def shown(name: str) -> str:
+    """A path as mpslint prints it: bytes of the name that are not UTF-8 become ``\\xNN``.
+
+    The OS hands such names over with lone surrogates, which no UTF-8 output can
+    hold (``-o``, a pipe, JSON, XML): shown this way every format can, and the
+    reader sees which bytes the name has (as ``ls -b`` does). mpslint reads and
+    writes the file by its real name.
+    """
+    try:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that no byte of a name gave: say it as it is
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def is_python(path: Path) -> bool:
     return path.suffix in PYTHON_SUFFIXES
 
