@@ -33,6 +33,9 @@ LAZY_COMMANDS: Dict[str, Tuple[str, str, str]] = {
 }
 
 
+INTERRUPTED = 130  # the exit code of a run stopped by Ctrl-C
+
+
 class UsageFailure(Exception):
     """A usage or configuration problem: message on stderr, exit 2."""
 
@@ -48,6 +51,15 @@ class MpslintGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> List[str]:
         return sorted(set(self.commands) | set(LAZY_COMMANDS))
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # Ctrl-C exits 130 (128 + SIGINT), as a shell and Ruff do; click's own handling exits 1,
+            # which a caller cannot tell from "findings remain".
+            click.echo("Interrupted.", err=True)
+            ctx.exit(INTERRUPTED)
 
     def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
         command = self.commands.get(name)
