@@ -15,6 +15,7 @@ result is sorted.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -104,6 +105,15 @@ def shown(name: str) -> str:
         return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a surrogate that no byte of a name gave: say it as it is
         return name.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+# What ``shown`` writes for a byte that is not UTF-8: always one of 0x80-0xff.
+_SHOWN_BYTE = re.compile(r"\\x([89a-f][0-9a-f])")
+
+
+def real_name(shown_name: str) -> str:
+    """The name ``shown`` was given (as the OS hands it over), for what must point at the file: a SARIF URI."""
+    return _SHOWN_BYTE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)), shown_name)
 
 
 def is_python(path: Path) -> bool:
