@@ -33,6 +33,9 @@ LAZY_COMMANDS: Dict[str, Tuple[str, str, str]] = {
 }
 
 
+INTERRUPTED = 130  # the exit code of a run stopped by Ctrl-C
+
+
 class UsageFailure(Exception):
     """A usage or configuration problem: message on stderr, exit 2."""
 
@@ -50,6 +53,15 @@ class MpslintGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> List[str]:
         return sorted(set(self.commands) | set(LAZY_COMMANDS))
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # Ctrl-C exits 130 (128 + SIGINT), as a shell and Ruff do; click's own handling exits 1,
+            # which a caller cannot tell from "findings remain".
+            click.echo("Interrupted.", err=True)
+            ctx.exit(INTERRUPTED)
 
     def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
         command = self.commands.get(name)
@@ -110,7 +122,8 @@ def main() -> None:
 
 
 @main.command("check")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+# readable=False: a path that cannot be read is an MPS001 finding, and the other paths are still checked.
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str, readable=False))
 @click.option("--fix", is_flag=True, help="Apply fixes (safe ones; with --unsafe-fixes, unsafe ones too).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or offer fixes that may change behaviour.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff and write nothing; exit 1 if there is one.")
@@ -257,8 +270,10 @@ def _check(
         if use_stdin:
             results, sources, stdin_output = _run_stdin(stdin_filename, resolver, mode, force_exclude)
             unreadable: List["Diagnostic"] = []
+            located: Dict[str, str] = {}
         else:
-            results, unreadable, sources = _run_paths(
+            sources = {}
+            results, unreadable, located = _run_paths(
                 list(paths) or ["."], resolver, mode, force_exclude, jobs, None if no_cache else cache_dir, no_cache
             )
     except ConfigError as exc:
@@ -330,7 +345,7 @@ def _check(
     from mpslint.output import render
 
     colour = _colour(color, output_file) and not machine
-    options = Options(unsafe=unsafe_fixes, source=lambda path: _source(path, sources), color=colour)
+    options = Options(unsafe=unsafe_fixes, source=lambda path: _source(path, sources, located), color=colour)
     remaining_count = len(remaining)
     if fix_only:
         # What is left is not reported (Ruff's --fix-only); what could not be read or parsed still is.
@@ -435,14 +450,17 @@ def _emit(text: str, output_file: Optional[str], *, err: bool, color: bool = Fal
         click.echo(text, nl=False, err=err, color=color or None)
 
 
-def _source(path: str, sources: Dict[str, str]) -> Optional[str]:
-    """A file's current text, for the `full` format (fixed files are read after the fix)."""
+def _source(path: str, sources: Dict[str, str], located: Dict[str, str]) -> Optional[str]:
+    """A file's current text, for the `full` format (fixed files are read after the fix).
+
+    ``located`` maps a shown name that is not the file's name (``\\xff`` for a byte) to the file.
+    """
     if path in sources:
         return sources[path]
     from mpslint.source import DecodeError, SourceText
 
     try:
-        with open(path, "rb") as handle:
+        with open(located.get(path, path), "rb") as handle:
             return SourceText.decode(handle.read()).text
     except (OSError, DecodeError):
         return None
@@ -455,7 +473,9 @@ def _run_stdin(stdin_filename: Optional[str], resolver, mode, force_exclude: boo
     data = stream.read()
     if isinstance(data, str):
         data = data.encode("utf-8")
-    display = stdin_filename or "-"
+    from mpslint.files import shown
+
+    display = shown(stdin_filename) if stdin_filename else "-"
     config = resolver.for_path(Path(stdin_filename)) if stdin_filename else resolver.for_directory(resolver.cwd)
     if stdin_filename and force_exclude:
         from mpslint.files import _forced_out
@@ -482,11 +502,11 @@ def _run_stdin(stdin_filename: Optional[str], resolver, mode, force_exclude: boo
 
 
 def _run_paths(paths: List[str], resolver, mode, force_exclude: bool, jobs, cache_dir: Optional[str], no_cache: bool):
-    from mpslint.files import discover
+    from mpslint.files import discover, shown
     from mpslint.runner import run
 
     found = discover(paths, resolver, force_exclude=force_exclude)
-    files = [(str(path), path.as_posix(), config.settings_for(path)) for path, config in found.files]
+    files = [(str(path), shown(path.as_posix()), config.settings_for(path)) for path, config in found.files]
     cache_path = None
     if not no_cache and not mode.fixing:
         from mpslint.cache import CACHE_DIR_NAME
@@ -495,7 +515,8 @@ def _run_paths(paths: List[str], resolver, mode, force_exclude: bool, jobs, cach
     results = run(files, mode, jobs=jobs, cache_dir=cache_path)
     from mpslint.diagnostic import io_error
 
-    return results, [io_error(path, message) for path, message in found.errors], {}
+    located = {display: path for path, display, _ in files if display != path}
+    return results, [io_error(shown(path), message) for path, message in found.errors], located
 
 
 @main.command("clean")

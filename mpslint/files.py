@@ -15,6 +15,7 @@ result is sorted.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -90,6 +91,29 @@ def _gitignore_above(directory: Path) -> _GitIgnore:
     for each in chain:
         ignore = ignore.child(each)
     return ignore
+
+
+def shown(name: str) -> str:
+    """A path as mpslint prints it: bytes of the name that are not UTF-8 become ``\\xNN``.
+
+    The OS hands such names over with lone surrogates, which no UTF-8 output can
+    hold (``-o``, a pipe, JSON, XML): shown this way every format can, and the
+    reader sees which bytes the name has (as ``ls -b`` does). mpslint reads and
+    writes the file by its real name.
+    """
+    try:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that no byte of a name gave: say it as it is
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+# What ``shown`` writes for a byte that is not UTF-8: always one of 0x80-0xff.
+_SHOWN_BYTE = re.compile(r"\\x([89a-f][0-9a-f])")
+
+
+def real_name(shown_name: str) -> str:
+    """The name ``shown`` was given (as the OS hands it over), for what must point at the file: a SARIF URI."""
+    return _SHOWN_BYTE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)), shown_name)
 
 
 def is_python(path: Path) -> bool:

@@ -213,6 +213,10 @@ def _init_worker(families: Tuple[str, ...], table: List[Settings], mode: Mode, c
     global _WORKER, _STOP
     import signal
 
+    from mpslint.parent_watch import die_with_parent
+
+    die_with_parent()  # a parent killed with SIGKILL must not leave this worker holding its stdout
+
     # Ctrl-C reaches the whole process group: the parent alone decides how to stop (see _run_pool).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):

@@ -119,9 +119,12 @@ class Tree:
     def inherited(self, key: object, node: ast.AST, compute: Callable[[ast.AST, ast.AST, object], T], root: T) -> T:
         """A value each node derives from its parent's: ``compute(parent, child, parent_value)``.
 
-        The module has ``root``. Values are memoized per (key, node), so asking
+        The module has ``root``. Values are memoized per (key, computation, node), so asking
         for every node of the file costs one step per node, whatever the depth.
         """
+        # Two analyses that happen to pick the same key must not read each other's values: what one
+        # rule found would then depend on which other rule asked first, so on the selection.
+        key = (key, getattr(compute, "__code__", compute), id(getattr(compute, "__self__", None)), root)
         memo = self._inherited.get(key)
         if memo is None:
             memo = self._inherited[key] = [_UNSET] * len(self.nodes)

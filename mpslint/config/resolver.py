@@ -81,7 +81,7 @@ class ConfigResolver:
             return None
         for name in CONFIG_FILES:
             candidate = directory / name
-            if not candidate.is_file():
+            if not _is(candidate, Path.is_file):
                 continue
             table = mpslint_table(candidate, read_toml(candidate))
             if table is None:
@@ -105,9 +105,21 @@ class ConfigResolver:
 
 def _project_root(directory: Path) -> Optional[Path]:
     """``directory`` if it is a project's root: it declares dependencies or is a repository's top."""
-    if (directory / "pyproject.toml").is_file() or (directory / ".git").exists() or requirement_files(directory):
+    if _is(directory / "pyproject.toml", Path.is_file) or _is(directory / ".git", Path.exists) or requirement_files(directory):
         return directory
     return None
+
+
+def _is(path: Path, test: Callable[[Path], bool]) -> bool:
+    """``test(path)``, False where the answer cannot be known.
+
+    A directory the user cannot enter holds no config anyone can read; walking
+    it reports MPS001, and the rest of the run goes on.
+    """
+    try:
+        return test(path)
+    except OSError:
+        return False
 
 
 def _nearest(directory: Path, memo: Dict[Path, Optional[T]], own: Callable[[Path], Optional[T]]) -> Optional[T]:

@@ -288,6 +288,9 @@ class _Reader:
             value, self.position = _DECODER.raw_decode(self.text, self.position)
         except json.JSONDecodeError as exc:
             raise NotebookError(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", exc.lineno, exc.colno) from None
+        except RecursionError:
+            # Python's JSON decoder recurses per level; no notebook nests thousands of arrays deep.
+            raise self._error("its JSON nests too deeply to read", prefix="") from None
         return value
 
     def _space(self) -> None:
@@ -306,11 +309,11 @@ class _Reader:
             raise self._error(f"Expecting '{char}'" if self.position < len(self.text) else "Unexpected end of file")
         self.position += 1
 
-    def _error(self, message: str) -> NotebookError:
+    def _error(self, message: str, prefix: str = "not valid JSON: ") -> NotebookError:
         starts = line_starts(self.text)
         row = bisect.bisect_right(starts, self.position)
         column = self.position - starts[row - 1] + 1
-        return NotebookError(f"not valid JSON: {message} (line {row}, column {column})", row, column)
+        return NotebookError(f"{prefix}{message} (line {row}, column {column})", row, column)
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,15 @@ from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
 from mpslint.diagnostic import Diagnostic, Location
+from mpslint.files import real_name
 from mpslint.output import Options, file_region
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
 def _uri(filename: str) -> str:
-    return Path(os.path.abspath(filename)).as_uri() if filename != "-" else filename
+    # A name shown with \\xNN for bytes that are not UTF-8 is a URI of the file with those bytes (%NN).
+    return Path(os.path.abspath(real_name(filename))).as_uri() if filename != "-" else filename
 
 
 def _region(start: Location, end: Location) -> Dict[str, int]:

@@ -43,18 +43,18 @@ def collect(
 
     ``flags`` are the selection and config options to repeat in the suggested commands.
     """
-    from mpslint.files import discover
+    from mpslint.files import discover, shown
     from mpslint.runner import Mode, run
 
     found = discover(list(paths), resolver, force_exclude=force_exclude)
-    files: List[FileSpec] = [(str(path), path.as_posix(), config.settings_for(path)) for path, config in found.files]
+    files: List[FileSpec] = [(str(path), shown(path.as_posix()), config.settings_for(path)) for path, config in found.files]
     results = run(files, Mode(), jobs=jobs, cache_dir=cache_dir)
     # As under `mpslint check`: a path that cannot be read is an MPS001 finding, a file the run could
     # not finish (interrupted, crashed outside the rules) is an error.
     errors = [(r.display, r.error) for r in results if r.error]
     diagnostics: Dict[str, List[Diagnostic]] = {r.display: r.diagnostics for r in results if r.error is None}
     for path, message in found.errors:
-        diagnostics.setdefault(path, []).append(io_error(path, message))
+        diagnostics.setdefault(shown(path), []).append(io_error(shown(path), message))
 
     fix_cache = None
     if cache_dir is not None:

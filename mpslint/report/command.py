@@ -36,7 +36,8 @@ def output_format_for(output_format: Optional[str], output_file: Optional[str]) 
 
 
 @click.command("report")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+# readable=False: a path that cannot be read is an MPS001 finding, and the other paths are still checked.
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str, readable=False))
 @click.option("--output-format", type=click.Choice(FORMATS), default=None,
               help="markdown (default; a pull-request comment), html (one self-contained page) or json. "
                    "Without it, the suffix of --output-file decides (.html, .md, .json).")

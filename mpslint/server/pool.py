@@ -193,7 +193,9 @@ class Pool:
             self._wake()
 
     def close(self) -> None:
-        """End every worker now (shutdown, exit, or the client went away)."""
+        """End every worker now (shutdown, exit, or the client went away); once is enough."""
+        if self._closed:
+            return  # a second close would touch pipes whose event loop may be gone
         self._closed = True
         for waiter in self._waiters:
             if not waiter.done():

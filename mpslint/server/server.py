@@ -14,9 +14,11 @@ import asyncio
 import bisect
 import logging
 import os
+import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set, Tuple, Union
+from typing import Any, BinaryIO, Dict, List, Optional, Set, Tuple, Union
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -147,6 +149,41 @@ class MpslintServer(LanguageServer):
             if value is None:
                 return None
         return value
+
+    def start_io(self, stdin: Optional[BinaryIO] = None, stdout: Optional[BinaryIO] = None) -> None:
+        """Serve over stdio until ``exit`` or the end of stdin, then exit with LSP's code (0 after ``shutdown``).
+
+        pygls' own loop is replaced by ``mpslint.server.transport`` (which says why), and the workers
+        are stopped while the event loop still runs: pygls stops them after closing it, and their
+        pipes then raise "RuntimeError: Event loop is closed" on the way out.
+        """
+        from pygls.io_ import StdinAsyncReader, StdoutWriter
+
+        from mpslint.server.transport import MessageReader
+
+        self._stop_event = threading.Event()
+        reader = StdinAsyncReader(stdin or sys.stdin.buffer, self.thread_pool)
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        messages = MessageReader(self.protocol)
+
+        async def serve() -> int:
+            try:
+                return await messages.run(self._stop_event, reader)
+            finally:
+                self.stop_polling()
+                self.scheduler.close()
+                await self.pool.aclose()
+
+        code = 1
+        try:
+            code = asyncio.run(serve())
+        except BrokenPipeError:
+            logger.error("mpslint: the connection to the client is lost; shutting down")
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.shutdown()
+        sys.exit(code)
 
     def shutdown(self) -> None:
         # The connection ended (exit, closed pipes, or a crash of the client): no worker may outlive it.

@@ -20,6 +20,8 @@ import traceback
 from collections import Counter
 from typing import Any, BinaryIO, Dict, List, Optional, Tuple
 
+from mpslint.parent_watch import die_with_parent
+
 _HEADER = struct.Struct(">I")
 READY = ("ready", None)
 
@@ -142,6 +144,8 @@ def main() -> None:
     requests = sys.stdin.buffer
     # The server decides when work stops: a Ctrl-C meant for the editor's process group is not ours.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A server killed with SIGKILL closes no pipe in time for a long check to notice: end with it.
+    die_with_parent()
     warm_up()
     write_frame(channel, READY)
     while True:

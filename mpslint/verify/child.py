@@ -33,7 +33,7 @@ from contextlib import ExitStack
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from mpslint.analysis.load_time_env import IMPORT, MPS_VARIABLES
-from mpslint.verify import envwatch
+from mpslint.verify import envwatch, spawn_guard
 
 FALLBACK_VARIABLE = "PYTORCH_ENABLE_MPS_FALLBACK"
 # The variables PyTorch reads while ``import torch`` loads; the others it reads when their subsystem first runs.
@@ -71,9 +71,12 @@ def _print_script_traceback(exc: BaseException, script: str) -> None:
     if True in inside:  # the emulated device stands where PyTorch's C++ would be: not shown
         frames = frames[:inside.index(True)]
     summary = traceback.StackSummary.extract(iter(frames))
-    sys.stderr.write("Traceback (most recent call last):\n")
-    sys.stderr.write("".join(summary.format()))
-    sys.stderr.write("".join(traceback.format_exception_only(type(exc), exc)))
+    text = "Traceback (most recent call last):\n" + "".join(summary.format()) + \
+        "".join(traceback.format_exception_only(type(exc), exc))
+    try:
+        sys.stderr.write(text)
+    except Exception:  # noqa: BLE001 - the script replaced or closed sys.stderr: Python then prints nothing either
+        pass
 
 
 class _AfterTorch(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -308,6 +311,12 @@ def _ours(exc: BaseException) -> bool:
     """A failure of the verifier's own code while the script ran (not an emulated PyTorch error)."""
     from mpslint.verify import messages
 
+    if isinstance(exc, spawn_guard.UnguardedWorkers):
+        return False  # the script's fault, said at the line that starts the worker
+    if isinstance(exc, RecursionError):
+        # The script's recursion ran out of stack wherever Python happened to be: often in the line
+        # tracer or a probe hook, called by the script's deepest frame. Plain Python blames the script.
+        return False
     frames = list(traceback.walk_tb(exc.__traceback__))
     if not frames:
         return False
@@ -329,7 +338,48 @@ def _run(script: str, script_args: List[str], result: Dict[str, Any], state: Dic
     sys.path[0] = os.path.dirname(os.path.abspath(script))
     lines: set = set()
     exit_code: Optional[int] = 0
+    finished = []
+    pid = os.getpid()
+    real_exit = os._exit
+
+    def finish() -> None:
+        if finished:
+            return
+        finished.append(True)
+        tracer.remove()
+        try:
+            stack.close()
+        except Exception:  # restoring patches must not hide the report
+            pass
+        if result["status"] == "running":
+            result["status"] = "verifier-error" if "verifier_error" in result else "ran"
+        if "verifier_error" in result:
+            result["message"] = result.pop("verifier_error")
+        result["script_exit_code"] = exit_code
+        if state["recorder"] is not None:
+            state["recorder"].lines.update(lines)
+        else:
+            result["lines"] = sorted(lines)
+        write(final=True)
+
+    def hard_exit(status: int) -> None:
+        """``os._exit`` from the script: the run ends here, so the report is finished first (no atexit runs)."""
+        nonlocal exit_code
+        if os.getpid() == pid:  # not a forked worker, which exits this way as a matter of course
+            exit_code = status
+            if status:
+                result["errors"].append({"type": "SystemExit", "message": f"the script called os._exit({status})",
+                                         "row": _caller_row(script)})
+            try:
+                finish()
+            except BaseException:  # noqa: BLE001 - the script asked to exit now, and it will
+                pass
+        real_exit(status)
+
+    os._exit = hard_exit
     try:
+        with open(script, encoding="utf-8", errors="replace") as handle:
+            stack.callback(spawn_guard.install(script, handle.read()))
         tracer.install(script, lines)
         try:
             runpy.run_path(script, run_name="__main__")
@@ -358,22 +408,17 @@ def _run(script: str, script_args: List[str], result: Dict[str, Any], state: Dic
             result["errors"].append({"type": type(exc).__name__, "message": str(exc),
                                      "row": _error_row(exc, script)})
     finally:
-        tracer.remove()
-        try:
-            stack.close()
-        except Exception:  # restoring patches must not hide the report
-            pass
-        if result["status"] == "running":
-            result["status"] = "verifier-error" if "verifier_error" in result else "ran"
-        if "verifier_error" in result:
-            result["message"] = result.pop("verifier_error")
-        result["script_exit_code"] = exit_code
-        if state["recorder"] is not None:
-            state["recorder"].lines.update(lines)
-        else:
-            result["lines"] = sorted(lines)
-        write(final=True)
+        os._exit = real_exit
+        finish()
     return 0
+
+
+def _caller_row(script: str) -> Optional[int]:
+    """The line of the script that is running now (its innermost frame), or None."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename != script:
+        frame = frame.f_back  # type: ignore[assignment]
+    return frame.f_lineno if frame is not None else None
 
 
 if __name__ == "__main__":

@@ -128,6 +128,12 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
         if run.timed_out:
             errors.append({"type": "Timeout", "message": (limit or "the script did not finish within the timeout")
                            + where + partial, "location": _location(script, stuck)})
+        elif run.returncode == 0:
+            # Exit status 0 says the script finished; it left before the report was (a C extension's exit(),
+            # say). That is no failure of the script, but the report lacks the end of the run.
+            notes.append("the script exited (status 0) without letting mpslint finish its report"
+                         + ("; the report covers what ran until its last periodic write, about a second before"
+                            if run.raw is not None else "; nothing it did could be collected"))
         else:
             errors.append({"type": "Crash", "message": f"the script died (exit status {run.returncode}){where}"
                                                        + (partial or " without a report"),
