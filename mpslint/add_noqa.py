@@ -68,8 +68,11 @@ def add_noqa(text: str, diagnostics: Sequence[Diagnostic]) -> Tuple[str, int]:
     return result, changed
 
 
-def add_noqa_to_files(results) -> Tuple[int, List[Tuple[str, str]]]:
-    """Add noqa comments to the checked files (``runner.FileResult`` each); (lines changed, [(path, error)])."""
+def add_noqa_to_files(results, located: Dict[str, str]) -> Tuple[int, List[Tuple[str, str]]]:
+    """Add noqa comments to the checked files (``runner.FileResult`` each); (lines changed, [(path, error)]).
+
+    ``located`` maps a shown name that is not the file's own (a name that is not UTF-8) to the file.
+    """
     from mpslint.runner import read_file, write_atomic
     from mpslint.source import DecodeError, SourceText
 
@@ -79,8 +82,9 @@ def add_noqa_to_files(results) -> Tuple[int, List[Tuple[str, str]]]:
         diagnostics = [d for d in result.diagnostics if d.code not in UNSUPPRESSIBLE and d.cell is None]
         if not diagnostics or result.display == "-":
             continue
+        path = located.get(result.display, result.display)
         try:
-            data = read_file(result.display)
+            data = read_file(path)
             source = SourceText.decode(data)
         except (OSError, DecodeError) as exc:
             failures.append((result.display, f"cannot add noqa comments: {exc}"))
@@ -89,7 +93,7 @@ def add_noqa_to_files(results) -> Tuple[int, List[Tuple[str, str]]]:
         if not changed:
             continue
         try:
-            write_atomic(result.display, source.encode(text), expected=data)
+            write_atomic(path, source.encode(text), expected=data)
         except OSError as exc:
             failures.append((result.display, f"cannot write: {exc.strerror or exc}"))
             continue

@@ -288,7 +288,7 @@ def _check(
             raise UsageFailure("--add-noqa edits files: it cannot read stdin")
         from mpslint.add_noqa import add_noqa_to_files
 
-        added, failures_ = add_noqa_to_files(results)
+        added, failures_ = add_noqa_to_files(results, located)
         for path, message in failures_:
             click.echo(f"error: {path}: {message}", err=True)
         if not silent:
