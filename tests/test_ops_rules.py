@@ -155,8 +155,87 @@ def test_feature_gate_traps(line):
     assert found(line, "2.1", select=["MPS504"]) == []
 
 
-def test_feature_gates_silent_without_floor():
-    assert found("scaler = torch.amp.GradScaler('mps')", select=["MPS504"]) == []
+def test_feature_gates_assume_torch_2_0_without_floor():
+    """No torch-version and no requirement: the gates assume the floor the fixes assume (torch 2.0), and say so."""
+    diagnostics = check(HEADER + "scaler = torch.amp.GradScaler('mps')\n", ["MPS504"])
+    assert [d.code for d in diagnostics] == ["MPS504"]
+    assert "no torch-version is set, so mpslint assumes torch 2.0" in diagnostics[0].message
+    assert "require torch>=2.8" in diagnostics[0].message
+    # A floor that has the feature silences it.
+    assert found("scaler = torch.amp.GradScaler('mps')", "2.8", select=["MPS504"]) == []
+
+
+# bfloat16, Conv3d, ConvTranspose3d and sparse tensors on mps (issue 26).
+PICKER = "device = torch.device('mps' if torch.backends.mps.is_available() else 'cpu')\n"
+DATA_GATES = [
+    # pytorch/torchchat#616, transformers/diffusers loading code
+    (PICKER + "model = AutoModel.from_pretrained('m', torch_dtype=torch.bfloat16).to(device)", (2, 3)),
+    (PICKER + "model = AutoModel.from_pretrained('m', dtype=torch.bfloat16)\nmodel.to(device)", (2, 3)),
+    ("pipe = Pipe.from_pretrained('m', torch_dtype='bfloat16', device_map='mps')", (2, 3)),
+    ("x = torch.zeros(3, dtype=torch.bfloat16, device='mps')", (2, 3)),
+    ("x = batch.to('mps', torch.bfloat16)", (2, 3)),
+    ("x = batch.to(device=torch.device('mps'), dtype=torch.bfloat16)", (2, 3)),
+    ("model = net.to('mps').bfloat16()", (2, 3)),
+    (PICKER + "model = Net().bfloat16().to(device)", (2, 3)),
+    # MIC-DKFZ/nnUNet#2435
+    (PICKER + "conv = nn.Conv3d(1, 8, 3)", (2, 2)),
+    (PICKER + "y = F.conv3d(x, w)", (2, 2)),
+    (PICKER + "up = nn.ConvTranspose3d(8, 1, 2, stride=2)", (2, 8)),
+    (PICKER + "y = F.conv_transpose3d(x, w)", (2, 8)),
+    # openai/whisper#382, pytorch/pytorch#141711
+    (PICKER + "heads = torch.eye(4).to_sparse().to(device)", (2, 9)),
+    (PICKER + "mask = dense.to_sparse()\nmask = mask.to(device)", (2, 9)),
+    ("s = torch.sparse_coo_tensor(i, v, (2, 4), device='mps')", (2, 9)),
+    ("s = x.to('mps').to_sparse()", (2, 9)),
+]
+
+
+@pytest.mark.parametrize("floor", ["2.1", "2.2", "2.3", "2.8", "2.9", "2.13"])
+@pytest.mark.parametrize("line,since", DATA_GATES)
+def test_data_gates_at_floors(line, since, floor):
+    major, minor = map(int, floor.split("."))
+    expected = ["MPS504"] if (major, minor) < since else []
+    assert found(line, floor, select=["MPS504"]) == expected
+
+
+def test_bfloat16_message_names_macos_14():
+    message = check(HEADER + "x = torch.zeros(3, dtype=torch.bfloat16, device='mps')\n", ["MPS504"],
+                    torch_version="2.2")[0].message
+    assert "torch 2.3 to 2.9 also need macOS 14" in message
+
+
+@pytest.mark.parametrize("dtype", ["torch.float16", "torch.half", "torch.bfloat16"])
+@pytest.mark.parametrize("floor", [None, "2.8", "2.13"])
+def test_half_conv_transpose3d_at_every_floor(dtype, floor):
+    line = PICKER + f"up = nn.ConvTranspose3d(8, 1, 2, dtype={dtype})"
+    diagnostics = check(HEADER + line + "\n", ["MPS504"], torch_version=floor)
+    assert [d.code for d in diagnostics] == ["MPS504"]
+    assert "every torch release" in diagnostics[0].message
+
+
+@pytest.mark.parametrize("line", [
+    # bf16 with no mps in sight, or on CUDA only
+    "model = AutoModel.from_pretrained('m', torch_dtype=torch.bfloat16).to('cuda')",
+    "x = torch.zeros(3, dtype=torch.bfloat16, device='cpu')",
+    "x = torch.zeros(3, dtype=torch.bfloat16)",
+    "x = batch.to(torch.bfloat16)",
+    PICKER + "x = batch.to(device, torch.float16)",
+    PICKER + "if torch.cuda.is_available():\n    model = net.to(device, torch.bfloat16)",
+    PICKER + "if device.type == 'cuda':\n    model = net.bfloat16().to(device)",
+    # the dtype is a choice, not bfloat16
+    PICKER + "dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32\nx = batch.to(device, dtype)",
+    "pipe = Pipe.from_pretrained('m', torch_dtype=torch.bfloat16, device_map='auto')",
+    # 3D layers and sparse tensors in a file that never targets mps
+    "conv = nn.Conv3d(1, 8, 3)",
+    "up = nn.ConvTranspose3d(8, 1, 2, dtype=torch.float16)",
+    "heads = torch.eye(4).to_sparse().to(device)",
+    # 2D layers, dense tensors
+    PICKER + "conv = nn.Conv2d(1, 8, 3)\nup = nn.ConvTranspose2d(8, 1, 2)",
+    PICKER + "heads = torch.eye(4).to_dense().to(device)",
+    PICKER + "s = torch.sparse_coo_tensor(i, v, (2, 4))",
+])
+def test_data_gate_traps(line):
+    assert found(line, "2.1", select=["MPS504"]) == []
 
 
 def test_compile_decorator():
