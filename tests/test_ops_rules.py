@@ -241,3 +241,29 @@ def test_data_gate_traps(line):
 def test_compile_decorator():
     src = "@torch.compile\ndef f(x):\n    return x\ndev = torch.device('mps')"
     assert found(src, "2.6", select=["MPS504"]) == ["MPS504"]
+
+
+@pytest.mark.parametrize(
+    "requirement, note",
+    [
+        (None, "Version gates (MPS504) checked against torch 2.0 (assumed: no torch-version set and no torch "
+               "requirement found). Set torch-version"),
+        ("torch>=2.4\n", "Version gates (MPS504) checked against torch 2.4 (torch>=2.4 in requirements.txt)."),
+    ],
+)
+def test_the_run_says_which_torch_the_gates_assume(tmp_path, monkeypatch, requirement, note):
+    from clitools import cli_runner
+
+    from mpslint.cli import main
+
+    (tmp_path / ".git").mkdir()
+    if requirement:
+        (tmp_path / "requirements.txt").write_text(requirement)
+    (tmp_path / "train.py").write_text("import torch\nwith torch.autocast('mps'):\n    pass\n")
+    (tmp_path / "clean.py").write_text("import torch\n")
+    monkeypatch.chdir(tmp_path)
+    result = cli_runner().invoke(main, ["--no-cache", "--select", "MPS504", "train.py"])
+    assert result.exit_code == 1 and note in result.output, result.output
+    # A run with no version-gated finding says nothing about gates.
+    result = cli_runner().invoke(main, ["--no-cache", "--select", "MPS504", "clean.py"])
+    assert "Version gates" not in result.output
