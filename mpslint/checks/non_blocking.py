@@ -1,13 +1,29 @@
-"""``non_blocking=True`` on a copy from the device to the host (see ``rules/MPS304.md``)."""
+"""``non_blocking=True`` on a copy between the host and mps (see ``rules/MPS304.md``).
+
+Two directions:
+
+- device to host: ``t.to("cpu", non_blocking=True)``, ``host.copy_(device_tensor, non_blocking=True)``;
+- host to a device that may be ``mps``: ``batch.to(device, non_blocking=True)`` where the device is
+  spelled ``"mps"``, or is a name assigned from an expression that names ``mps`` (a cuda -> mps -> cpu
+  choice, ``torch.device("mps")``) or from a call of a function of the file that names ``mps`` (a
+  ``get_device()`` helper). A copy to a device this file does not show may be ``mps`` (``"cuda"``, a
+  parameter, ``args.device``) is not reported, nor one under a CUDA test, nor one whose tensor is
+  already on the device.
+"""
 
 from __future__ import annotations
 
 import ast
 from typing import Optional
 
-from mpslint.analysis.device_flow import DeviceFlow
-from mpslint.analysis.syntax import keyword_node, method_name
+from mpslint.analysis.cuda_context import CudaContext
+from mpslint.analysis.device_flow import DeviceFlow, Kind
+from mpslint.analysis.syntax import argument, keyword, keyword_node, method_name, string_value
 from mpslint.checks.base import FixSpec, Rule, replace, short
+from mpslint.checks.rewriting import torch_name
+
+# How a file says it may run on mps (the same evidence MPS504 uses for a device variable).
+_MPS_EVIDENCE = ('"mps', "'mps", "backends.mps", "torch.mps")
 
 
 class NonBlockingToHost(Rule):
@@ -24,7 +40,12 @@ class NonBlockingToHost(Rule):
         receiver = node.func.value  # type: ignore[attr-defined]
         if method == "to":
             target = flow.to_target(node)
-            if target is None or not flow.is_cpu(target) or flow.is_host_tensor(receiver):
+            if target is None:
+                return
+            if not flow.is_cpu(target):
+                self._to_mps(node, target, receiver, flow)
+                return
+            if flow.is_host_tensor(receiver):
                 return
         elif method == "copy_":
             source = node.args[0] if node.args and type(node.args[0]) is not ast.Starred else None
@@ -38,6 +59,69 @@ class NonBlockingToHost(Rule):
             "the memory before the data arrives (silent garbage); drop `non_blocking=True`",
             fix=_drop_flag(node),
         )
+
+    def _to_mps(self, node: ast.Call, target: ast.AST, receiver: ast.AST, flow: DeviceFlow) -> None:
+        literal = _literal_device(self.ctx, target)
+        if literal is not None:
+            if literal != "mps":
+                return
+        elif flow.kind(target) is not Kind.ACCEL or not self._assigned_mps(target, flow):
+            return
+        if flow.is_device(receiver) or self.ctx.analysis(CudaContext).guards(node):
+            return
+        self.report(
+            node,
+            f"`{short(self.ctx, node)}` copies to a device that may be mps without waiting: on MPS a non-blocking "
+            "copy from the host can read the source after it changes (random values, black images); "
+            "keep `non_blocking=True` for CUDA only",
+            fix=_drop_flag(node) if literal == "mps" else _cuda_only_flag(node, target),
+        )
+
+
+    def _assigned_mps(self, target: ast.AST, flow: DeviceFlow) -> bool:
+        """A name some assignment reaching ``target`` gives a value that may be mps."""
+        if type(target) is not ast.Name or not any(s in self.ctx.source for s in _MPS_EVIDENCE):
+            return False
+        for binding in flow.visible(target.id, target):
+            if binding.how != "assign" or binding.value is None:
+                continue
+            value = binding.value
+            if any(s in self.ctx.text(value) for s in _MPS_EVIDENCE):
+                return True
+            if type(value) is ast.Call and type(value.func) is ast.Name and self._helper_names_mps(value.func.id):
+                return True
+        return False
+
+    def _helper_names_mps(self, name: str) -> bool:
+        for function in self.ctx.tree.of_type(ast.FunctionDef):
+            if function.name == name and any(s in self.ctx.text(function) for s in _MPS_EVIDENCE):  # type: ignore[attr-defined]
+                return True
+        return False
+
+
+def _literal_device(ctx, target: ast.AST) -> Optional[str]:
+    """The device type of ``"mps:0"`` / ``torch.device("mps")``; None for anything else."""
+    text = string_value(target)
+    if text is None and type(target) is ast.Call and ctx.qualify(target.func) == "torch.device":  # type: ignore[attr-defined]
+        first = argument(target, "type", 0)  # type: ignore[arg-type]
+        text = string_value(first) if first is not None else None
+    return text.split(":", 1)[0] if text is not None else None
+
+
+def _is_device_object(ctx, target: ast.AST, flow: DeviceFlow) -> bool:
+    """``target`` holds a ``torch.device`` (so ``.type`` works): every assignment is ``torch.device(...)``/``pick_device()``."""
+    if type(target) is not ast.Name:
+        return False
+    values = [b.value for b in flow.visible(target.id, target) if b.how == "assign" and not b.path]
+    if not values:
+        return False
+    for value in values:
+        if type(value) is not ast.Call:
+            return False
+        name = ctx.qualify(value.func) or (value.func.id if type(value.func) is ast.Name else "")  # type: ignore[attr-defined]
+        if name not in ("torch.device", "pick_device"):
+            return False
+    return True
 
 
 def _drop_flag(call: ast.Call):
@@ -53,5 +137,26 @@ def _drop_flag(call: ast.Call):
         if args:
             args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return FixSpec.safe("Drop `non_blocking=True`", replace(node, node.with_changes(args=args)))
+
+    return build
+
+
+def _cuda_only_flag(call: ast.Call, target: ast.AST):
+    """``non_blocking=True`` -> ``non_blocking=device.type == "cuda"``, as MPS101's fix writes it."""
+
+    def build(fx) -> Optional[FixSpec]:
+        ctx = fx.ctx if hasattr(fx, "ctx") else None
+        flag = keyword(call, "non_blocking")
+        if ctx is None or flag is None:
+            return None
+        code = ctx.text(target)
+        if _is_device_object(ctx, target, ctx.analysis(DeviceFlow)):
+            condition = f'{code}.type == "cuda"'
+        else:
+            torch = torch_name(ctx)
+            if torch is None:
+                return None
+            condition = f'{torch}.device({code}).type == "cuda"'
+        return FixSpec.safe("Keep `non_blocking=True` for CUDA only", replace(flag, condition))
 
     return build
