@@ -150,6 +150,10 @@ def test_feature_gates_at_floors(line, since, floor):
     "ctx = torch.autocast('cpu', dtype=torch.bfloat16)",
     "model = torch.compile(model)",  # the file never targets mps
     "model = torch.compile(model, backend='aot_eager')\ndev = torch.device('mps')",
+    # code that asks the running torch first (accelerate's get_grad_scaler)
+    "if not is_torch_version('>=', '2.8.0'):\n    raise ValueError('needs 2.8')\nscaler = torch.amp.GradScaler('mps')",
+    "if version.parse(torch.__version__) >= version.parse('2.5'):\n    ctx = torch.autocast('mps')",
+    "ctx = torch.autocast('mps') if TORCH_GREATER_EQUAL_2_5 else nullcontext()",
 ])
 def test_feature_gate_traps(line):
     assert found(line, "2.1", select=["MPS504"]) == []
@@ -232,6 +236,8 @@ def test_half_conv_transpose3d_at_every_floor(dtype, floor):
     # 2D layers, dense tensors
     PICKER + "conv = nn.Conv2d(1, 8, 3)\nup = nn.ConvTranspose2d(8, 1, 2)",
     PICKER + "heads = torch.eye(4).to_dense().to(device)",
+    # a probe: transformers' is_torch_bf16_available_on_device tries it and catches the failure
+    "try:\n    x = torch.zeros(2, 2, dtype=torch.bfloat16, device='mps')\nexcept Exception:\n    pass",
     PICKER + "s = torch.sparse_coo_tensor(i, v, (2, 4))",
 ])
 def test_data_gate_traps(line):

@@ -4,9 +4,8 @@ Two directions:
 
 - device to host: ``t.to("cpu", non_blocking=True)``, ``host.copy_(device_tensor, non_blocking=True)``;
 - host to a device that may be ``mps``: ``batch.to(device, non_blocking=True)`` where the device is
-  spelled ``"mps"``, or is a name assigned from an expression that names ``mps`` (a cuda -> mps -> cpu
-  choice, ``torch.device("mps")``) or from a call of a function of the file that names ``mps`` (a
-  ``get_device()`` helper). A copy to a device this file does not show may be ``mps`` (``"cuda"``, a
+  may be ``mps`` as ``analysis/mps_device.py`` decides (spelled ``"mps"``, a name or ``self.device``
+  assigned a cuda -> mps -> cpu choice, a ``get_device()`` helper that names ``mps``). A copy to a device this file does not show may be ``mps`` (``"cuda"``, a
   parameter, ``args.device``) is not reported, nor one under a CUDA test, nor one whose tensor is
   already on the device.
 """
@@ -17,14 +16,11 @@ import ast
 from typing import Optional
 
 from mpslint.analysis.cuda_context import CudaContext
-from mpslint.analysis.device_flow import DeviceFlow, Kind
-from mpslint.analysis.syntax import argument, keyword, keyword_node, method_name, string_value
+from mpslint.analysis.device_flow import DeviceFlow
+from mpslint.analysis.mps_device import literal_device_type, may_be_mps
+from mpslint.analysis.syntax import keyword, keyword_node, method_name
 from mpslint.checks.base import FixSpec, Rule, replace, short
 from mpslint.checks.rewriting import torch_name
-
-# How a file says it may run on mps (the same evidence MPS504 uses for a device variable).
-_MPS_EVIDENCE = ('"mps', "'mps", "backends.mps", "torch.mps")
-
 
 class NonBlockingToHost(Rule):
     TRIGGERS = ("non_blocking",)
@@ -61,11 +57,8 @@ class NonBlockingToHost(Rule):
         )
 
     def _to_mps(self, node: ast.Call, target: ast.AST, receiver: ast.AST, flow: DeviceFlow) -> None:
-        literal = _literal_device(self.ctx, target)
-        if literal is not None:
-            if literal != "mps":
-                return
-        elif flow.kind(target) is not Kind.ACCEL or not self._assigned_mps(target, flow):
+        literal = literal_device_type(self.ctx, target)
+        if not may_be_mps(self.ctx, target):
             return
         if flow.is_device(receiver) or self.ctx.analysis(CudaContext).guards(node):
             return
@@ -77,35 +70,6 @@ class NonBlockingToHost(Rule):
             fix=_drop_flag(node) if literal == "mps" else _cuda_only_flag(node, target),
         )
 
-
-    def _assigned_mps(self, target: ast.AST, flow: DeviceFlow) -> bool:
-        """A name some assignment reaching ``target`` gives a value that may be mps."""
-        if type(target) is not ast.Name or not any(s in self.ctx.source for s in _MPS_EVIDENCE):
-            return False
-        for binding in flow.visible(target.id, target):
-            if binding.how != "assign" or binding.value is None:
-                continue
-            value = binding.value
-            if any(s in self.ctx.text(value) for s in _MPS_EVIDENCE):
-                return True
-            if type(value) is ast.Call and type(value.func) is ast.Name and self._helper_names_mps(value.func.id):
-                return True
-        return False
-
-    def _helper_names_mps(self, name: str) -> bool:
-        for function in self.ctx.tree.of_type(ast.FunctionDef):
-            if function.name == name and any(s in self.ctx.text(function) for s in _MPS_EVIDENCE):  # type: ignore[attr-defined]
-                return True
-        return False
-
-
-def _literal_device(ctx, target: ast.AST) -> Optional[str]:
-    """The device type of ``"mps:0"`` / ``torch.device("mps")``; None for anything else."""
-    text = string_value(target)
-    if text is None and type(target) is ast.Call and ctx.qualify(target.func) == "torch.device":  # type: ignore[attr-defined]
-        first = argument(target, "type", 0)  # type: ignore[arg-type]
-        text = string_value(first) if first is not None else None
-    return text.split(":", 1)[0] if text is not None else None
 
 
 def _is_device_object(ctx, target: ast.AST, flow: DeviceFlow) -> bool:

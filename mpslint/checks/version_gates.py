@@ -15,10 +15,12 @@ users on an older one. The message says the floor was assumed and how to set one
 from __future__ import annotations
 
 import ast
+import re
 from typing import Optional
 
 from mpslint.analysis.cuda_context import CudaContext
-from mpslint.analysis.device_flow import DeviceFlow, Kind
+from mpslint.analysis.device_flow import DeviceFlow
+from mpslint.analysis.mps_device import literal_device_type, may_be_mps
 from mpslint.analysis.syntax import argument, keyword, method_name, positional, string_value
 from mpslint.checks.base import Rule
 from mpslint.knowledge import versions
@@ -39,6 +41,9 @@ SPARSE_FACTORIES = frozenset({"torch.sparse_coo_tensor", "torch.sparse_csr_tenso
 # diffusers; `dtype=` in transformers 4.56+).
 LOADERS = frozenset({"from_pretrained", "from_single_file"})
 _MPS = ("mps",)
+# A test on the running torch's version: `is_torch_version(">=", "2.8.0")`, `torch.__version__ >= ...`,
+# `version.parse(torch.__version__)`, `is_torch_greater_or_equal("2.5")`, `TORCH_GREATER_EQUAL_2_3`.
+_VERSION_TEST = re.compile(r"version|torch_greater|torch_less|TORCH_\w*\d", re.IGNORECASE)
 
 
 class FeatureNeedsNewerTorch(Rule):
@@ -187,21 +192,28 @@ class FeatureNeedsNewerTorch(Rule):
     # -------------------------------------------------------------- devices
 
     def _mps_device(self, node: ast.AST, *, literal_only: bool = False) -> bool:
-        """`"mps"`, `"mps:0"`, `torch.device("mps")`; or a device variable in a file that targets mps."""
-        text = string_value(node)
-        if text is not None:
-            return text.split(":", 1)[0] == "mps"
-        if type(node) is ast.Call and self.ctx.qualify(node.func) == "torch.device":
-            first = argument(node, "type", 0)
-            if first is not None and string_value(first) is not None:
-                return string_value(first).split(":", 1)[0] == "mps"  # type: ignore[union-attr]
+        """A device this file shows may be mps (``analysis/mps_device.py``)."""
         if literal_only:
-            return False
-        return self._flow.kind(node) is Kind.ACCEL and self._file_uses_mps()
+            return literal_device_type(self.ctx, node) == "mps"
+        return may_be_mps(self.ctx, node)
 
     def _unguarded(self, node: ast.AST) -> bool:
-        """Not under a CUDA test (`if torch.cuda.is_available():`, `if device.type == "cuda":`)."""
-        return not self.ctx.analysis(CudaContext).guards(node)
+        """Not under a CUDA test (`if torch.cuda.is_available():`, `if device.type == "cuda":`), nor a probe.
+
+        A probe tries the feature inside `try:` and catches the failure (transformers'
+        `is_torch_bf16_available_on_device`): it is how code asks whether the torch it runs on has it.
+        """
+        if self.ctx.analysis(CudaContext).guards(node):
+            return False
+        tree = self.ctx.tree
+        child = node
+        for parent in tree.ancestors(node):
+            if type(parent) is ast.Try and child in parent.body and parent.handlers:  # type: ignore[attr-defined]
+                return False
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                break
+            child = parent
+        return True
 
     def _device(self, call: ast.Call, name: str) -> Optional[str]:
         value = argument(call, name, 0)
@@ -217,8 +229,30 @@ class FeatureNeedsNewerTorch(Rule):
         source = self.ctx.source
         return any(s in source for s in ('"mps"', "'mps'", "backends.mps", "torch.mps"))
 
+    def _version_checked(self, node: ast.AST) -> bool:
+        """Code that already asks the running torch's version: under `if <version test>:` (either branch), or
+        after `if <version test>: raise/return` in the same block (accelerate's `get_grad_scaler`)."""
+        ctx = self.ctx
+        child = node
+        for parent in ctx.tree.ancestors(node):
+            cls = type(parent)
+            if (cls is ast.If or cls is ast.IfExp) and child is not parent.test:  # type: ignore[attr-defined]
+                if _VERSION_TEST.search(ctx.text(parent.test)):  # type: ignore[attr-defined]
+                    return True
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(parent, field, None)
+                if type(block) is list and child in block:
+                    for earlier in block[:block.index(child)]:
+                        if type(earlier) is ast.If and _VERSION_TEST.search(ctx.text(earlier.test)) and earlier.body \
+                                and type(earlier.body[-1]) in (ast.Raise, ast.Return):
+                            return True
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                break
+            child = parent
+        return False
+
     def _report(self, node: ast.AST, gate, floor) -> None:
-        if gate is None:
+        if gate is None or self._version_checked(node):
             return
         since = versions.text(gate.since)
         if floor is None:
