@@ -295,6 +295,30 @@ def test_non_blocking_to_a_helpers_device():
     assert rows(source, "MPS304") == [13]
 
 
+def test_non_blocking_to_a_device_the_class_compares_with_mps():
+    # nnU-Net's trainer: `self.device` comes from the caller, and the class itself tests it for mps.
+    source = (
+        "import torch\n\n\nclass Trainer:\n    def __init__(self, device):\n        self.device = device\n"
+        "        if self.device == torch.device('mps'):\n            self.compile = False\n\n"
+        "    def train_step(self, batch):\n        data = batch['data'].to(self.device, non_blocking=True)\n"
+        "        return data\n"
+    )
+    assert rows(source, "MPS304") == [11]
+    assert 'non_blocking=torch.device(self.device).type == "cuda"' in fix(source, ["MPS304"]).text
+
+
+def test_non_blocking_to_an_accelerators_device():
+    # diffusers' training examples: accelerate picks mps on Apple silicon.
+    source = (
+        "import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
+        "for batch in loader:\n    x = batch['pixel_values'].to(accelerator.device, non_blocking=True)\n"
+    )
+    assert rows(source, "MPS304") == [6]
+    assert 'non_blocking=accelerator.device.type == "cuda"' in fix(source, ["MPS304"]).text
+    on_cpu = source.replace("Accelerator()", "Accelerator(cpu=True)")
+    assert rows(on_cpu, "MPS304") == []
+
+
 def test_a_device_parameter_is_not_known_to_be_mps():
     # The DeiT/timm `train_one_epoch(..., device, ...)` shape: the caller decides, in another file.
     source = (

@@ -8,7 +8,12 @@ device counts when the file shows it can be ``mps``:
 - a name whose assignment reaching the use names ``mps`` (``"cuda" if ... else
   "mps"``, ``torch.device("mps")``), or calls a function of this file that names
   ``mps`` (a ``get_device()`` helper);
-- ``self.<attr>`` assigned such a value in the enclosing class.
+- ``self.<attr>`` assigned such a value in the enclosing class;
+- a name or ``self.<attr>`` the enclosing function or class compares with
+  ``mps`` (``self.device == torch.device("mps")``, ``device.type in ("cpu", "mps")``):
+  the code itself expects it may be ``mps`` (nnU-Net's trainer);
+- ``accelerator.device`` of an ``accelerate.Accelerator``: it is ``mps`` on
+  Apple silicon unless the script asks for the CPU.
 
 Anything else (a parameter, ``args.device``, a device from another module) is
 not known to be ``mps``: rules stay silent on it.
@@ -38,22 +43,55 @@ def may_be_mps(ctx, node: ast.AST) -> bool:
     literal = literal_device_type(ctx, node)
     if literal is not None:
         return literal == "mps"
+    if type(node) is ast.Attribute and node.attr == "device" and type(node.value) is ast.Name \
+            and is_accelerator(ctx, node.value):  # type: ignore[attr-defined]
+        return True
     if not any(s in ctx.source for s in EVIDENCE):
         return False
     if type(node) is ast.Name:
         flow = ctx.analysis(DeviceFlow)
-        return any(b.how == "assign" and b.value is not None and _names_mps(ctx, b.value)
-                   for b in flow.visible(node.id, node))
+        if any(b.how == "assign" and b.value is not None and _names_mps(ctx, b.value)
+               for b in flow.visible(node.id, node)):
+            return True
+        owner = next((a for a in ctx.tree.ancestors(node) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        return _compared_with_mps(ctx, owner or ctx.tree.module, ctx.text(node))
     if type(node) is ast.Attribute and type(node.value) is ast.Name and node.value.id == "self":  # type: ignore[attr-defined]
         owner = next((a for a in ctx.tree.ancestors(node) if type(a) is ast.ClassDef), None)
         if owner is None:
             return False
+        if _compared_with_mps(ctx, owner, ctx.text(node)):
+            return True
         for sub in ast.walk(owner):
             if type(sub) is ast.Assign and any(
                     type(t) is ast.Attribute and t.attr == node.attr and type(t.value) is ast.Name  # type: ignore[attr-defined]
                     and t.value.id == "self" for t in sub.targets):  # type: ignore[attr-defined]
                 if _names_mps(ctx, sub.value):  # type: ignore[attr-defined]
                     return True
+    return False
+
+
+def _compared_with_mps(ctx, owner: ast.AST, text: str) -> bool:
+    """``owner`` compares ``text`` (or ``text.type``, ``str(text)``) with an mps literal."""
+    wanted = (text, text + ".type", f"str({text})")
+    for sub in ast.walk(owner):
+        if type(sub) is not ast.Compare:
+            continue
+        parts = [sub.left, *sub.comparators]  # type: ignore[attr-defined]
+        if not any(ctx.text(p) in wanted for p in parts):
+            continue
+        for part in parts:
+            items = part.elts if type(part) in (ast.Tuple, ast.List, ast.Set) else [part]  # type: ignore[attr-defined]
+            if any(literal_device_type(ctx, item) == "mps" for item in items):
+                return True
+    return False
+
+
+def is_accelerator(ctx, name: ast.Name) -> bool:
+    flow = ctx.analysis(DeviceFlow)
+    for binding in flow.visible(name.id, name):
+        value = binding.value
+        if binding.how == "assign" and type(value) is ast.Call and ctx.qualify(value.func) == "accelerate.Accelerator":  # type: ignore[attr-defined]
+            return not any(k.arg == "cpu" for k in value.keywords)  # type: ignore[attr-defined]
     return False
 
 

@@ -17,7 +17,7 @@ from typing import Optional
 
 from mpslint.analysis.cuda_context import CudaContext
 from mpslint.analysis.device_flow import DeviceFlow
-from mpslint.analysis.mps_device import literal_device_type, may_be_mps
+from mpslint.analysis.mps_device import is_accelerator, literal_device_type, may_be_mps
 from mpslint.analysis.syntax import keyword, keyword_node, method_name
 from mpslint.checks.base import FixSpec, Rule, replace, short
 from mpslint.checks.rewriting import torch_name
@@ -88,6 +88,12 @@ def _is_device_object(ctx, target: ast.AST, flow: DeviceFlow) -> bool:
     return True
 
 
+def _is_accelerator_device(ctx, target: ast.AST) -> bool:
+    """``accelerator.device`` of an ``accelerate.Accelerator``: a ``torch.device``."""
+    return type(target) is ast.Attribute and target.attr == "device" and type(target.value) is ast.Name \
+        and is_accelerator(ctx, target.value)  # type: ignore[attr-defined]
+
+
 def _drop_flag(call: ast.Call):
     """The call without its ``non_blocking=True``, with LibCST keeping the rest of the argument list's layout."""
 
@@ -114,7 +120,7 @@ def _cuda_only_flag(call: ast.Call, target: ast.AST):
         if ctx is None or flag is None:
             return None
         code = ctx.text(target)
-        if _is_device_object(ctx, target, ctx.analysis(DeviceFlow)):
+        if _is_device_object(ctx, target, ctx.analysis(DeviceFlow)) or _is_accelerator_device(ctx, target):
             condition = f'{code}.type == "cuda"'
         else:
             torch = torch_name(ctx)
