@@ -125,6 +125,31 @@ def test_dtype_findings(line):
     assert found(line) == ["MPS503"]
 
 
+MPS_PICKER = "device = torch.device('mps' if torch.backends.mps.is_available() else 'cpu')\n"
+
+
+@pytest.mark.parametrize("line", [
+    "ctx = torch.autocast('mps', dtype=torch.float32)",
+    "ctx = torch.amp.autocast(device_type='mps', dtype=torch.float64)",
+    MPS_PICKER + "ctx = torch.autocast(device_type=device.type, dtype=torch.float32)",
+])
+def test_autocast_dtype_mps_cannot_use(line):
+    assert found(line, select=["MPS503"]) == ["MPS503"]
+
+
+@pytest.mark.parametrize("line", [
+    "ctx = torch.autocast('mps', dtype=torch.float16)",
+    "ctx = torch.autocast('mps', dtype=torch.bfloat16)",
+    "ctx = torch.autocast('mps')",
+    "ctx = torch.autocast('cpu', dtype=torch.float32)",
+    "ctx = torch.autocast('mps', dtype=amp_dtype)",  # chosen elsewhere
+    "ctx = torch.autocast('mps', dtype=torch.float32, enabled=use_amp)",  # disabled on purpose
+    "ctx = torch.autocast(device_type=device.type, dtype=torch.float32)",  # a device never shown to be mps
+])
+def test_autocast_dtype_traps(line):
+    assert found(line, select=["MPS503"]) == []
+
+
 # --------------------------------------------------------------------- MPS504
 
 FEATURES = [
@@ -191,6 +216,9 @@ DATA_GATES = [
     (PICKER + "mask = dense.to_sparse()\nmask = mask.to(device)", (2, 9)),
     ("s = torch.sparse_coo_tensor(i, v, (2, 4), device='mps')", (2, 9)),
     ("s = x.to('mps').to_sparse()", (2, 9)),
+    # huggingface/accelerate#3718
+    ("from accelerate import Accelerator\n" + PICKER + "accelerator = Accelerator(mixed_precision='fp16')", (2, 8)),
+    ("from accelerate import Accelerator\n" + PICKER + "accelerator = Accelerator(mixed_precision='bf16')", (2, 6)),
 ]
 
 
@@ -239,6 +267,11 @@ def test_half_conv_transpose3d_at_every_floor(dtype, floor):
     # a probe: transformers' is_torch_bf16_available_on_device tries it and catches the failure
     "try:\n    x = torch.zeros(2, 2, dtype=torch.bfloat16, device='mps')\nexcept Exception:\n    pass",
     PICKER + "s = torch.sparse_coo_tensor(i, v, (2, 4))",
+    # accelerate: no precision spelled out, fp32, the CPU, or a file that never targets mps
+    "from accelerate import Accelerator\n" + PICKER + "accelerator = Accelerator(mixed_precision=args.mixed_precision)",
+    "from accelerate import Accelerator\n" + PICKER + "accelerator = Accelerator(mixed_precision='no')",
+    "from accelerate import Accelerator\n" + PICKER + "accelerator = Accelerator(mixed_precision='fp16', cpu=True)",
+    "from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='fp16')",
 ])
 def test_data_gate_traps(line):
     assert found(line, "2.1", select=["MPS504"]) == []

@@ -47,7 +47,7 @@ _VERSION_TEST = re.compile(r"version|torch_greater|torch_less|TORCH_\w*\d", re.I
 
 
 class FeatureNeedsNewerTorch(Rule):
-    TRIGGERS = ("autocast", "GradScaler", "compile", "bfloat16", "Conv3d", "conv3d", "ConvTranspose3d",
+    TRIGGERS = ("autocast", "GradScaler", "compile", "bfloat16", "Accelerator", "Conv3d", "conv3d", "ConvTranspose3d",
                 "conv_transpose3d", "sparse")
     # Every path needs "mps" spelled out: a device string, or `_file_uses_mps`.
     REQUIRES = (("mps",),)
@@ -73,6 +73,11 @@ class FeatureNeedsNewerTorch(Rule):
             self._report(node, versions.missing("conv-transpose3d-mps", floor), floor)
         elif name in CONV3D and self._file_uses_mps():
             self._report(node, versions.missing("conv3d-mps", floor), floor)
+        elif name == "accelerate.Accelerator" and self._file_uses_mps():
+            precision = string_value(keyword(node, "mixed_precision"))
+            cpu = keyword(node, "cpu")
+            if precision in ("fp16", "bf16") and not (cpu is not None and not (type(cpu) is ast.Constant and cpu.value is False)):
+                self._report(node, versions.missing(f"accelerate-{precision}-mps", floor), floor)
         elif self._bfloat16_on_mps(node, name):
             self._report(node, versions.missing("bfloat16-mps", floor), floor)
         elif self._sparse_on_mps(node, name):

@@ -25,6 +25,11 @@ Dtypes, layouts and layers (read from PyTorch's source and the PRs that changed 
   (``_mps_convolution_transpose`` in
   ``aten/src/ATen/native/mps/operations/Convolution.mm``;
   https://github.com/pytorch/pytorch/issues/160739).
+- ``accelerate.Accelerator(mixed_precision=...)`` on ``mps`` (accelerate 1.15,
+  ``accelerator.py`` and ``utils/modeling.py:get_grad_scaler``): "fp16" raises
+  below torch 2.5 and its GradScaler raises below 2.8; "bf16" raises below 2.6.
+  accelerate 1.9 still rejected fp16 on mps outright
+  (https://github.com/huggingface/accelerate/issues/3718).
 - sparse tensors on ``mps``: 2.9 (https://github.com/pytorch/pytorch/pull/157238
   adds the SparseMPS backend, 2025-06); the macOS arm64 wheel of 2.8 has no
   ``SparseMPS`` kernel in ``torchgen/packaged/ATen/native/native_functions.yaml``
@@ -70,6 +75,12 @@ GATES: Dict[str, Gate] = {
              "older torch unscales through a float64 tensor, which MPS cannot hold"),
         Gate("compile-mps", (2, 8), "torch.compile on mps",
              "Inductor has no MPS backend before 2.7 and only a prototype in 2.7"),
+        Gate("accelerate-fp16-mps", (2, 8), 'Accelerator(mixed_precision="fp16") on mps',
+             "accelerate 1.15 raises on mps below torch 2.5 and builds GradScaler(\"mps\"), which it refuses below "
+             "2.8; accelerate up to at least 1.9 rejects fp16 on mps at every torch (`fp16 mixed precision requires "
+             "a GPU (not 'mps')`, huggingface/accelerate#3718)"),
+        Gate("accelerate-bf16-mps", (2, 6), 'Accelerator(mixed_precision="bf16") on mps',
+             "accelerate raises `bf16 mixed precision with MPS device requires a Pytorch >= 2.6.0`"),
         Gate("bfloat16-mps", (2, 3), "bfloat16 on mps",
              "older torch raises `TypeError: Trying to convert BFloat16 to the MPS backend`; "
              "torch 2.3 to 2.9 also need macOS 14 for bfloat16 on MPS"),
