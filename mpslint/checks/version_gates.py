@@ -200,7 +200,8 @@ class FeatureNeedsNewerTorch(Rule):
         """A device this file shows may be mps (``analysis/mps_device.py``)."""
         if literal_only:
             return literal_device_type(self.ctx, node) == "mps"
-        return may_be_mps(self.ctx, node)
+        # Every path of this rule needs "mps" in the file (REQUIRES): `accelerator.device` alone does not count here.
+        return "mps" in self.ctx.source and may_be_mps(self.ctx, node)
 
     def _unguarded(self, node: ast.AST) -> bool:
         """Not under a CUDA test (`if torch.cuda.is_available():`, `if device.type == "cuda":`), nor a probe.
