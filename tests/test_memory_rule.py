@@ -43,6 +43,20 @@ def test_traps(body):
     assert found(body) == []
 
 
+def test_a_chosen_statistics_function_that_reads_0_on_a_mac():
+    # karpathy/nanochat's base_train.py: the device type comes from --device-type "cuda|cpu|mps".
+    source = (
+        "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--device-type', default='', help='cuda|cpu|mps (empty = autodetect)')\n"
+        "device_type = parser.parse_args().device_type\n"
+        "get_max_memory = torch.cuda.max_memory_allocated if device_type == 'cuda' else lambda: 0\n"
+    )
+    assert rows(source, "MPS113") == [7]
+    assert rows(source.replace("cuda|cpu|mps", "cuda|cpu"), "MPS113") == []
+    with_mps = source.replace("else lambda: 0", "else torch.mps.current_allocated_memory")
+    assert rows(with_mps, "MPS113") == []
+
+
 def test_a_file_that_never_names_mps_is_cuda_or_cpu_only():
     source = "import torch\n\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()\n"
     assert codes(source, ["MPS113"]) == []

@@ -22,12 +22,30 @@ not known to be ``mps``: rules stay silent on it.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Optional
 
 from mpslint.analysis.device_flow import DeviceFlow
 from mpslint.analysis.syntax import argument, string_value
 
 EVIDENCE = ('"mps', "'mps", "backends.mps", "torch.mps")
+_MPS_WORD = re.compile(r"(?<![A-Za-z0-9_])mps(?![A-Za-z0-9_])")
+
+
+def file_names_mps(ctx) -> bool:
+    """The file shows it may run on mps: ``EVIDENCE``, or a string naming mps as a word (nanochat's
+    ``help="cuda|cpu|mps (empty = autodetect)"``, ``"... not supported on mps"``). Computed once per file."""
+    return ctx.analysis(_names_mps_anywhere)
+
+
+def _names_mps_anywhere(ctx) -> bool:
+    source = ctx.source
+    if any(s in source for s in EVIDENCE):
+        return True
+    if "mps" not in source:
+        return False
+    return any(type(node) is ast.Constant and isinstance(node.value, str) and _MPS_WORD.search(node.value)
+               for node in ast.walk(ctx.tree.module))
 
 
 def literal_device_type(ctx, node: ast.AST) -> Optional[str]:

@@ -5,7 +5,8 @@ run unguarded; under a CUDA test (``if torch.cuda.is_available():``,
 ``if device.type == "cuda":``) it is silent, because the call no longer fails.
 On a Mac such a branch does nothing: a model unloaded with ``del model`` keeps
 its memory in MPS's cache, and memory statistics print nothing. This rule
-reports that branch when the file shows it runs on mps (it names ``mps``) and
+reports that branch when the file shows it runs on mps (it names ``mps``, even in
+a help text: ``file_names_mps``) and
 gives MPS no branch of its own: the ``if`` chain does not mention ``mps``, and
 the enclosing function (or module) never calls ``torch.mps``.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import ast
 
-from mpslint.analysis.mps_device import EVIDENCE
+from mpslint.analysis.mps_device import file_names_mps
 from mpslint.checks.base import Rule
 from mpslint.checks.rewriting import cuda
 from mpslint.checks.torch_cuda_api import cuda_member
@@ -28,16 +29,27 @@ STATISTICS = frozenset({"memory_allocated", "max_memory_allocated", "memory_rese
 
 class MemoryWithoutMpsBranch(Rule):
     TRIGGERS = ("cuda",)
-    REQUIRES = (EVIDENCE,)
+    REQUIRES = (("mps",),)
 
     def visit_Call(self, node: ast.Call) -> None:
-        member = cuda_member(self.ctx, node.func)
+        self._check(node, cuda_member(self.ctx, node.func))
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        """``get_max_memory = torch.cuda.max_memory_allocated if device_type == "cuda" else lambda: 0`` (nanochat):
+        the function itself, chosen under a CUDA test, reads 0 on a Mac."""
+        parent = self.ctx.tree.parent(node)
+        if type(parent) is ast.IfExp and parent.body is node:
+            member = cuda_member(self.ctx, node)
+            if member in STATISTICS:
+                self._check(node, member)
+
+    def _check(self, node: ast.AST, member) -> None:
         if member != RELEASE and member not in STATISTICS:
             return
         context = cuda(self.ctx)
         if not context.guards(node) or context.in_mps_aware_choice(node) or context.cuda_only_module:
             return
-        if not any(s in self.ctx.source for s in EVIDENCE) or self._calls_torch_mps(node):
+        if not file_names_mps(self.ctx) or self._calls_torch_mps(node):
             return
         if member == RELEASE:
             self.report(node, "`torch.cuda.empty_cache()` runs only on CUDA here, in code that runs on mps: on a Mac "
@@ -46,8 +58,12 @@ class MemoryWithoutMpsBranch(Rule):
         else:
             api = cuda_api.EQUIVALENTS.get(member)
             instead = api.instead if api is not None else "its MPS twin"
-            self.report(node, f"`torch.cuda.{member}()` is read only on CUDA here, in code that runs on mps: on a Mac "
-                              f"the memory report is empty; give MPS its branch ({instead})")
+            if type(node) is ast.Attribute:
+                self.report(node, f"`torch.cuda.{member}` is chosen only on CUDA here, in code that runs on mps: on a "
+                                  f"Mac the other branch answers (0 or nothing); give MPS its branch ({instead})")
+            else:
+                self.report(node, f"`torch.cuda.{member}()` is read only on CUDA here, in code that runs on mps: on a "
+                                  f"Mac the memory report is empty; give MPS its branch ({instead})")
 
     def _calls_torch_mps(self, node: ast.AST) -> bool:
         """The enclosing function (or the module) calls some ``torch.mps`` function: MPS has its own branch."""
