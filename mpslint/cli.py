@@ -370,6 +370,9 @@ def _check(
         floors = _fix_floors(results, resolver, mode.fix)
         if floors and lines and (fixed_total or not fix_only):
             lines.append(floors)
+        gates = _gate_floors(results, resolver)
+        if gates and lines:
+            lines.append(gates)
         if lines:
             notes.append("\n".join(lines) + "\n")
     if machine:
@@ -417,6 +420,28 @@ def _fix_floors(results, resolver, fixing: bool) -> str:
         settings = config.settings
         floors.append((settings.torch_version, settings.torch_version_origin))
     return floor_note(floors, ASSUMED_FLOOR)
+
+
+def _gate_floors(results, resolver) -> str:
+    """Which torch the version-gated findings (MPS504) of this run were checked against, and where that came from."""
+    from mpslint.knowledge.cuda_api import ASSUMED_FLOOR
+    from mpslint.output.summary import gate_note
+
+    floors = []
+    for r in results:
+        if not any(d.code in VERSION_GATED for d in r.diagnostics):
+            continue
+        try:
+            config = resolver.for_path(Path(r.display)) if r.display != "-" else resolver.for_directory(resolver.cwd)
+        except Exception:  # noqa: BLE001 - a note must never fail the run
+            continue
+        settings = config.settings
+        floors.append((settings.torch_version, settings.torch_version_origin))
+    return gate_note(floors, ASSUMED_FLOOR)
+
+
+# Findings that compare a feature with the project's torch floor (MPS501/MPS502 name their torch in each message).
+VERSION_GATED = frozenset({"MPS504"})
 
 
 def _plural(n: int) -> str:

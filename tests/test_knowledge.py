@@ -156,7 +156,13 @@ def test_feature_gates():
     assert versions.missing("autocast-mps-bfloat16", (2, 5)).since == (2, 6)
     assert versions.missing("grad-scaler-mps", (2, 7)).since == (2, 8)
     assert versions.missing("compile-mps", (2, 8)) is None
-    assert all(versions.missing(key, None) is None for key in versions.GATES)
+    # No floor declared: the gates assume torch 2.0, the floor the fixes assume (README: "Which torch ...").
+    assert versions.floor_of(None) == (2, 0)
+    assert all(versions.missing(key, None) is versions.GATES[key] for key in versions.GATES)
+    assert versions.missing("bfloat16-mps", (2, 2)).since == (2, 3)
+    assert versions.missing("conv3d-mps", (2, 2)) is None
+    assert versions.missing("conv-transpose3d-mps", (2, 7)).since == (2, 8)
+    assert versions.missing("sparse-mps", (2, 8)).since == (2, 9)
 
 
 def test_surface_ops_exist_and_are_leaves(bundled):

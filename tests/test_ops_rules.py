@@ -125,6 +125,31 @@ def test_dtype_findings(line):
     assert found(line) == ["MPS503"]
 
 
+MPS_PICKER = "device = torch.device('mps' if torch.backends.mps.is_available() else 'cpu')\n"
+
+
+@pytest.mark.parametrize("line", [
+    "ctx = torch.autocast('mps', dtype=torch.float32)",
+    "ctx = torch.amp.autocast(device_type='mps', dtype=torch.float64)",
+    MPS_PICKER + "ctx = torch.autocast(device_type=device.type, dtype=torch.float32)",
+])
+def test_autocast_dtype_mps_cannot_use(line):
+    assert found(line, select=["MPS503"]) == ["MPS503"]
+
+
+@pytest.mark.parametrize("line", [
+    "ctx = torch.autocast('mps', dtype=torch.float16)",
+    "ctx = torch.autocast('mps', dtype=torch.bfloat16)",
+    "ctx = torch.autocast('mps')",
+    "ctx = torch.autocast('cpu', dtype=torch.float32)",
+    "ctx = torch.autocast('mps', dtype=amp_dtype)",  # chosen elsewhere
+    "ctx = torch.autocast('mps', dtype=torch.float32, enabled=use_amp)",  # disabled on purpose
+    "ctx = torch.autocast(device_type=device.type, dtype=torch.float32)",  # a device never shown to be mps
+])
+def test_autocast_dtype_traps(line):
+    assert found(line, select=["MPS503"]) == []
+
+
 # --------------------------------------------------------------------- MPS504
 
 FEATURES = [
@@ -150,15 +175,134 @@ def test_feature_gates_at_floors(line, since, floor):
     "ctx = torch.autocast('cpu', dtype=torch.bfloat16)",
     "model = torch.compile(model)",  # the file never targets mps
     "model = torch.compile(model, backend='aot_eager')\ndev = torch.device('mps')",
+    # code that asks the running torch first (accelerate's get_grad_scaler)
+    "if not is_torch_version('>=', '2.8.0'):\n    raise ValueError('needs 2.8')\nscaler = torch.amp.GradScaler('mps')",
+    "if version.parse(torch.__version__) >= version.parse('2.5'):\n    ctx = torch.autocast('mps')",
+    "ctx = torch.autocast('mps') if TORCH_GREATER_EQUAL_2_5 else nullcontext()",
 ])
 def test_feature_gate_traps(line):
     assert found(line, "2.1", select=["MPS504"]) == []
 
 
-def test_feature_gates_silent_without_floor():
-    assert found("scaler = torch.amp.GradScaler('mps')", select=["MPS504"]) == []
+def test_feature_gates_assume_torch_2_0_without_floor():
+    """No torch-version and no requirement: the gates assume the floor the fixes assume (torch 2.0), and say so."""
+    diagnostics = check(HEADER + "scaler = torch.amp.GradScaler('mps')\n", ["MPS504"])
+    assert [d.code for d in diagnostics] == ["MPS504"]
+    assert "no torch-version is set, so mpslint assumes torch 2.0" in diagnostics[0].message
+    assert "require torch>=2.8" in diagnostics[0].message
+    # A floor that has the feature silences it.
+    assert found("scaler = torch.amp.GradScaler('mps')", "2.8", select=["MPS504"]) == []
+
+
+# bfloat16, Conv3d, ConvTranspose3d and sparse tensors on mps (issue 26).
+PICKER = "device = torch.device('mps' if torch.backends.mps.is_available() else 'cpu')\n"
+DATA_GATES = [
+    # pytorch/torchchat#616, transformers/diffusers loading code
+    (PICKER + "model = AutoModel.from_pretrained('m', torch_dtype=torch.bfloat16).to(device)", (2, 3)),
+    (PICKER + "model = AutoModel.from_pretrained('m', dtype=torch.bfloat16)\nmodel.to(device)", (2, 3)),
+    ("pipe = Pipe.from_pretrained('m', torch_dtype='bfloat16', device_map='mps')", (2, 3)),
+    ("x = torch.zeros(3, dtype=torch.bfloat16, device='mps')", (2, 3)),
+    ("x = batch.to('mps', torch.bfloat16)", (2, 3)),
+    ("x = batch.to(device=torch.device('mps'), dtype=torch.bfloat16)", (2, 3)),
+    ("model = net.to('mps').bfloat16()", (2, 3)),
+    (PICKER + "model = Net().bfloat16().to(device)", (2, 3)),
+    # MIC-DKFZ/nnUNet#2435
+    (PICKER + "conv = nn.Conv3d(1, 8, 3)", (2, 2)),
+    (PICKER + "y = F.conv3d(x, w)", (2, 2)),
+    (PICKER + "up = nn.ConvTranspose3d(8, 1, 2, stride=2)", (2, 8)),
+    (PICKER + "y = F.conv_transpose3d(x, w)", (2, 8)),
+    # openai/whisper#382, pytorch/pytorch#141711
+    (PICKER + "heads = torch.eye(4).to_sparse().to(device)", (2, 9)),
+    (PICKER + "mask = dense.to_sparse()\nmask = mask.to(device)", (2, 9)),
+    ("s = torch.sparse_coo_tensor(i, v, (2, 4), device='mps')", (2, 9)),
+    ("s = x.to('mps').to_sparse()", (2, 9)),
+    # huggingface/accelerate#3718
+    ("from accelerate import Accelerator\n" + PICKER + "accelerator = Accelerator(mixed_precision='fp16')", (2, 8)),
+    ("from accelerate import Accelerator\n" + PICKER + "accelerator = Accelerator(mixed_precision='bf16')", (2, 6)),
+]
+
+
+@pytest.mark.parametrize("floor", ["2.1", "2.2", "2.3", "2.8", "2.9", "2.13"])
+@pytest.mark.parametrize("line,since", DATA_GATES)
+def test_data_gates_at_floors(line, since, floor):
+    major, minor = map(int, floor.split("."))
+    expected = ["MPS504"] if (major, minor) < since else []
+    assert found(line, floor, select=["MPS504"]) == expected
+
+
+def test_bfloat16_message_names_macos_14():
+    message = check(HEADER + "x = torch.zeros(3, dtype=torch.bfloat16, device='mps')\n", ["MPS504"],
+                    torch_version="2.2")[0].message
+    assert "torch 2.3 to 2.9 also need macOS 14" in message
+
+
+@pytest.mark.parametrize("dtype", ["torch.float16", "torch.half", "torch.bfloat16"])
+@pytest.mark.parametrize("floor", [None, "2.8", "2.13"])
+def test_half_conv_transpose3d_at_every_floor(dtype, floor):
+    line = PICKER + f"up = nn.ConvTranspose3d(8, 1, 2, dtype={dtype})"
+    diagnostics = check(HEADER + line + "\n", ["MPS504"], torch_version=floor)
+    assert [d.code for d in diagnostics] == ["MPS504"]
+    assert "every torch release" in diagnostics[0].message
+
+
+@pytest.mark.parametrize("line", [
+    # bf16 with no mps in sight, or on CUDA only
+    "model = AutoModel.from_pretrained('m', torch_dtype=torch.bfloat16).to('cuda')",
+    "x = torch.zeros(3, dtype=torch.bfloat16, device='cpu')",
+    "x = torch.zeros(3, dtype=torch.bfloat16)",
+    "x = batch.to(torch.bfloat16)",
+    PICKER + "x = batch.to(device, torch.float16)",
+    PICKER + "if torch.cuda.is_available():\n    model = net.to(device, torch.bfloat16)",
+    PICKER + "if device.type == 'cuda':\n    model = net.bfloat16().to(device)",
+    # the dtype is a choice, not bfloat16
+    PICKER + "dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32\nx = batch.to(device, dtype)",
+    "pipe = Pipe.from_pretrained('m', torch_dtype=torch.bfloat16, device_map='auto')",
+    # 3D layers and sparse tensors in a file that never targets mps
+    "conv = nn.Conv3d(1, 8, 3)",
+    "up = nn.ConvTranspose3d(8, 1, 2, dtype=torch.float16)",
+    "heads = torch.eye(4).to_sparse().to(device)",
+    # 2D layers, dense tensors
+    PICKER + "conv = nn.Conv2d(1, 8, 3)\nup = nn.ConvTranspose2d(8, 1, 2)",
+    PICKER + "heads = torch.eye(4).to_dense().to(device)",
+    # a probe: transformers' is_torch_bf16_available_on_device tries it and catches the failure
+    "try:\n    x = torch.zeros(2, 2, dtype=torch.bfloat16, device='mps')\nexcept Exception:\n    pass",
+    PICKER + "s = torch.sparse_coo_tensor(i, v, (2, 4))",
+    # accelerate: no precision spelled out, fp32, the CPU, or a file that never targets mps
+    "from accelerate import Accelerator\n" + PICKER + "accelerator = Accelerator(mixed_precision=args.mixed_precision)",
+    "from accelerate import Accelerator\n" + PICKER + "accelerator = Accelerator(mixed_precision='no')",
+    "from accelerate import Accelerator\n" + PICKER + "accelerator = Accelerator(mixed_precision='fp16', cpu=True)",
+    "from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='fp16')",
+])
+def test_data_gate_traps(line):
+    assert found(line, "2.1", select=["MPS504"]) == []
 
 
 def test_compile_decorator():
     src = "@torch.compile\ndef f(x):\n    return x\ndev = torch.device('mps')"
     assert found(src, "2.6", select=["MPS504"]) == ["MPS504"]
+
+
+@pytest.mark.parametrize(
+    "requirement, note",
+    [
+        (None, "Version gates (MPS504) checked against torch 2.0 (assumed: no torch-version set and no torch "
+               "requirement found). Set torch-version"),
+        ("torch>=2.4\n", "Version gates (MPS504) checked against torch 2.4 (torch>=2.4 in requirements.txt)."),
+    ],
+)
+def test_the_run_says_which_torch_the_gates_assume(tmp_path, monkeypatch, requirement, note):
+    from clitools import cli_runner
+
+    from mpslint.cli import main
+
+    (tmp_path / ".git").mkdir()
+    if requirement:
+        (tmp_path / "requirements.txt").write_text(requirement)
+    (tmp_path / "train.py").write_text("import torch\nwith torch.autocast('mps'):\n    pass\n")
+    (tmp_path / "clean.py").write_text("import torch\n")
+    monkeypatch.chdir(tmp_path)
+    result = cli_runner().invoke(main, ["--no-cache", "--select", "MPS504", "train.py"])
+    assert result.exit_code == 1 and note in result.output, result.output
+    # A run with no version-gated finding says nothing about gates.
+    result = cli_runner().invoke(main, ["--no-cache", "--select", "MPS504", "clean.py"])
+    assert "Version gates" not in result.output

@@ -233,6 +233,101 @@ def test_non_blocking_traps(line):
     assert rows(body(line), "MPS304") == []
 
 
+# Host-to-mps copies (issue 26: pytorch/pytorch#139550, invoke-ai/InvokeAI#6549).
+MPS_HEAD = """\
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")
+name = "mps" if torch.backends.mps.is_available() else "cpu"
+
+
+def train(model, loader, opt):
+    for batch, target in loader:
+"""
+
+
+def in_loop(*lines: str) -> str:
+    return MPS_HEAD + "".join(f"        {line}\n" for line in lines)
+
+
+@pytest.mark.parametrize(
+    "line,fixed",
+    [
+        ("batch = batch.to(device, non_blocking=True)", 'batch = batch.to(device, non_blocking=device.type == "cuda")'),
+        ("batch = batch.to(device=device, non_blocking=True)",
+         'batch = batch.to(device=device, non_blocking=device.type == "cuda")'),
+        ("target = target.to(name, non_blocking=True)",
+         'target = target.to(name, non_blocking=torch.device(name).type == "cuda")'),
+        ("batch = batch.to('mps', non_blocking=True)", "batch = batch.to('mps')"),
+        ("batch = batch.to(torch.device('mps:0'), non_blocking=True)", "batch = batch.to(torch.device('mps:0'))"),
+    ],
+)
+def test_non_blocking_to_mps(line, fixed):
+    source = in_loop(line)
+    assert rows(source, "MPS304") == [source.count("\n")]
+    assert fix(source, ["MPS304"]).text == in_loop(fixed)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        in_loop("batch = batch.to('cuda', non_blocking=True)"),
+        in_loop("batch = batch.to(device, non_blocking=False)"),
+        in_loop("batch = batch.to(device, non_blocking=args.non_blocking)"),
+        in_loop("if device.type == 'cuda':", "    batch = batch.to(device, non_blocking=True)"),
+        in_loop("if torch.cuda.is_available():", "    batch = batch.to(device, non_blocking=True)"),
+        in_loop("out = model(batch.to(device))", "out = out.to(device, non_blocking=True)"),  # already there
+        in_loop("batch = batch.to(torch.float16, non_blocking=True)"),  # a dtype, not a device
+        # A file that never names mps: its device is CUDA or the CPU.
+        body("return x.to(device, non_blocking=True)"),
+    ],
+)
+def test_non_blocking_to_device_traps(source):
+    assert rows(source, "MPS304") == []
+
+
+def test_non_blocking_to_a_helpers_device():
+    source = (
+        "import torch\n\n\ndef get_device():\n    if torch.backends.mps.is_available():\n        return 'mps'\n"
+        "    return 'cpu'\n\n\ndef run(loader):\n    device = get_device()\n    for x in loader:\n"
+        "        x = x.to(device, non_blocking=True)\n"
+    )
+    assert rows(source, "MPS304") == [13]
+
+
+def test_non_blocking_to_a_device_the_class_compares_with_mps():
+    # nnU-Net's trainer: `self.device` comes from the caller, and the class itself tests it for mps.
+    source = (
+        "import torch\n\n\nclass Trainer:\n    def __init__(self, device):\n        self.device = device\n"
+        "        if self.device == torch.device('mps'):\n            self.compile = False\n\n"
+        "    def train_step(self, batch):\n        data = batch['data'].to(self.device, non_blocking=True)\n"
+        "        return data\n"
+    )
+    assert rows(source, "MPS304") == [11]
+    assert 'non_blocking=torch.device(self.device).type == "cuda"' in fix(source, ["MPS304"]).text
+
+
+def test_non_blocking_to_an_accelerators_device():
+    # diffusers' training examples: accelerate picks mps on Apple silicon.
+    source = (
+        "import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
+        "for batch in loader:\n    x = batch['pixel_values'].to(accelerator.device, non_blocking=True)\n"
+    )
+    assert rows(source, "MPS304") == [6]
+    assert 'non_blocking=accelerator.device.type == "cuda"' in fix(source, ["MPS304"]).text
+    on_cpu = source.replace("Accelerator()", "Accelerator(cpu=True)")
+    assert rows(on_cpu, "MPS304") == []
+
+
+def test_a_device_parameter_is_not_known_to_be_mps():
+    # The DeiT/timm `train_one_epoch(..., device, ...)` shape: the caller decides, in another file.
+    source = (
+        "import torch\n\n\ndef train_one_epoch(model, loader, device):\n    for x, y in loader:\n"
+        "        x = x.to(device, non_blocking=True)\n\n\nDEFAULT = torch.device('mps')\n"
+    )
+    assert rows(source, "MPS304") == []
+
+
 def test_multiline_call_keeps_parsing():
     source = body("return x.to(", "    'cpu',", "    non_blocking=True,", ")")
     result = fix(source, ["MPS304"])

@@ -264,3 +264,17 @@ def test_a_script_stuck_where_python_cannot_stop_it_keeps_its_report_and_says_wh
     assert error["message"] == (f"the script did not finish within 30 s (last at {script}:8); "
                                 "the report covers what ran until then")
     assert verdict.report["ops_on_device"] > 0
+
+
+def test_the_autocast_disabled_warning_is_recorded_at_the_line_that_built_the_autocast():
+    """torch/amp/autocast_mode.py warns with stacklevel=2: the finding is the user's `torch.autocast(...)` line."""
+    recorder = probe.Recorder(__file__)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        undo = probe.install_warning_hook(recorder)
+        try:
+            torch.autocast("mps", dtype=torch.float32); line = _line()  # noqa: E702
+            torch.autocast("cpu", dtype=torch.bfloat16)  # a dtype its device takes: no warning
+        finally:
+            undo()
+    assert [(e["kind"], e["key"], e["row"]) for e in recorder.as_json()] == [("warning", "autocast-disabled", line)]

@@ -107,7 +107,7 @@ def test_real_mps_report_verdicts_and_exact_json_shape():
     r = verdict.report
     assert list(r) == ["script", "device", "simulated", "torch_version", "verdict", "reasons", "script_exit_code",
                        "duration_s", "ops", "ops_on_device", "fallback_setting", "fallbacks", "syncs", "errors",
-                       "set_after_import", "static"]
+                       "warnings", "set_after_import", "static"]
     assert r["device"] == "mps" and r["simulated"] is False and r["verdict"] == "fail" and verdict.exit_code == 1
     assert r["reasons"] == ["CPU fallbacks", "hot host syncs"] and (r["ops"], r["ops_on_device"]) == (50, 40)
     assert r["fallbacks"] == [{"op": "aten::sgn.out", "count": 3, "location": {"filename": "train.py", "row": 12},
@@ -123,6 +123,25 @@ def test_real_mps_report_verdicts_and_exact_json_shape():
     assert text[0].startswith("FAIL: train.py on mps, torch 2.13.0") and text[0].endswith("40 of 50 torch ops on mps")
     assert "  train.py:12: aten::sgn.out ran on the CPU 3 times" in text
     assert "  train.py:20: item 5 times" in text
+
+
+def test_autocast_disabled_warning_is_a_finding_at_the_users_line():
+    from mpslint.verify import messages
+
+    # The 2.13 text (torch/amp/autocast_mode.py) and the 2.8 macOS 13 one are both recognised; others are not.
+    assert messages.autocast_disabled(messages.AUTOCAST_DISABLED)
+    assert messages.autocast_disabled("In MPS autocast, but the target dtype torch.bfloat16 is not supported on macOS "
+                                      "versions below 14. Disabling autocast.")
+    assert not messages.autocast_disabled("In CPU autocast, but the target dtype is not supported. Disabling autocast.")
+    run = _run(events=[_event("warning", "autocast-disabled", 7, [1, 2, 3])], lines=range(1, 10))
+    static = [{"code": "MPS503", "row": 7, "end_row": 7}]
+    verdict = report.build(launcher.Options("train.py"), run, static=static)
+    assert verdict.report["warnings"] == [
+        {"kind": "autocast-disabled", "count": 3, "location": {"filename": "train.py", "row": 7}}]
+    assert verdict.report["static"] == [{"code": "MPS503", "row": 7, "status": "confirmed"}]
+    assert verdict.exit_code == 0  # it changes the numerics, it does not fail the run
+    text = report.render_text(verdict)
+    assert "train.py:7: autocast disabled on mps" in text and "advice: MPS autocast takes torch.float16" in text
 
 
 def test_gradscaler_sync_is_reported_but_not_hot():

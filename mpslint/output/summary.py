@@ -68,6 +68,33 @@ def floor_note(floors: Sequence[Tuple[Optional[Tuple[int, int]], str]], assumed:
     return text
 
 
+def gate_note(floors: Sequence[Tuple[Optional[Tuple[int, int]], str]], assumed: Tuple[int, int]) -> str:
+    """Which torch the version-gated findings were checked against: one line, like ``floor_note``.
+
+    ``floors`` holds (floor, origin) for each file with a version-gated finding;
+    a file without a floor was checked against ``assumed``.
+    """
+    counts: Counter = Counter(floors)
+    if not counts:
+        return ""
+
+    def one(floor, origin) -> str:
+        if floor is None:
+            return f"torch {floor_text(assumed)} (assumed: no torch-version set and no torch requirement found)"
+        return f"torch {floor_text(floor)} ({origin})" if origin else f"torch {floor_text(floor)}"
+
+    if len(counts) == 1:
+        (floor, origin), = counts
+        text = f"Version gates (MPS504) checked against {one(floor, origin)}."
+    else:
+        parts = [f"{one(floor, origin)} for {plural(n, 'file')}" for (floor, origin), n in
+                 sorted(counts.items(), key=lambda item: (item[0][0] or (0, 0), item[0][1]))]
+        text = "Version gates (MPS504) checked against " + "; ".join(parts) + "."
+    if any(floor is None for floor, _ in counts):
+        text += " Set torch-version (or require torch>=X.Y) to check against the oldest torch you support."
+    return text
+
+
 def floor_text(version: Tuple[int, int]) -> str:
     return f"{version[0]}.{version[1]}"
 

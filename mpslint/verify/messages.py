@@ -80,6 +80,17 @@ ADAPTIVE_POOL_DIVISIBLE = (
     "[this issue](https://github.com/pytorch/pytorch/issues/96056)"
 )
 
+# UserWarning, torch/amp/autocast_mode.py, autocast.__init__ (stacklevel=2: the warning names the line that built the
+# autocast). 2.13 ("In {device_name} autocast, but the target dtype is not supported. Disabling autocast.\n{device_name}
+# Autocast only supports dtypes of torch.bfloat16, torch.float16 currently."); 2.6-2.8 have an MPS branch with
+# "MPS Autocast only supports dtype of torch.bfloat16 and torch.float16 currently." and, below macOS 14,
+# "In MPS autocast, but the target dtype torch.bfloat16 is not supported on macOS versions below 14. Disabling autocast."
+AUTOCAST_DISABLED = (
+    "In MPS autocast, but the target dtype is not supported. Disabling autocast.\n"
+    "MPS Autocast only supports dtypes of torch.bfloat16, torch.float16 currently."
+)
+AUTOCAST_DISABLED_RE = re.compile(r"In MPS autocast, but the target dtype (?:torch\.\w+ )?is not supported")
+
 FALLBACK_RE = re.compile(
     r"The operator '(?P<op>[\w:.]+)' is not currently supported on the MPS backend and will fall back to run on the CPU"
 )
@@ -106,6 +117,11 @@ def fallback_op(message: str) -> Optional[str]:
     """The op named by a CPU-fallback warning, or None for any other warning."""
     match = FALLBACK_RE.search(message)
     return match.group("op") if match else None
+
+
+def autocast_disabled(message: str) -> bool:
+    """A warning that MPS autocast turned itself off because of its dtype."""
+    return AUTOCAST_DISABLED_RE.search(message) is not None
 
 
 def unimplemented_op(message: str) -> Optional[str]:

@@ -276,9 +276,17 @@ def install_warning_hook(recorder: Recorder) -> Callable[[], None]:
     original = warnings.showwarning
 
     def showwarning(message, category, filename, lineno, file=None, line=None):
-        op = messages.fallback_op(str(message))
+        text = str(message)
+        op = messages.fallback_op(text)
         if op is not None:
             recorder.warned(op, sys._getframe(1))
+        elif messages.autocast_disabled(text):
+            # warnings.warn(..., stacklevel=2) names the line that built the autocast: the user's, when it is theirs.
+            if filename and recorder.is_user_file(filename):
+                where = (os.path.abspath(filename), lineno)
+            else:
+                where = recorder.locate(sys._getframe(1))[0]
+            recorder.record("warning", "autocast-disabled", where)
         return original(message, category, filename, lineno, file, line)
 
     warnings.showwarning = showwarning

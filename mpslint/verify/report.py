@@ -30,7 +30,7 @@ CONFIRMED_BY: Dict[str, Set[str]] = {
     "MPS303": {"error:float64"},
     "MPS501": {"fallback", "error:unimplemented"},
     "MPS502": {"fallback"},
-    "MPS503": {"error"},
+    "MPS503": {"error", "warning:autocast-disabled"},
     "MPS504": {"error"},
     "MPS505": {"set-too-late"},  # an op without a kernel raised although this line had set the fallback switch
 }
@@ -58,6 +58,8 @@ ADVICE = {
     "unimplemented": "no MPS kernel: set PYTORCH_ENABLE_MPS_FALLBACK=1 before torch is imported to run it on the "
                      "CPU, or avoid the op",
     "dtype": "this MPS kernel does not take this dtype: cast (x.float()) or run this op on the CPU on purpose",
+    "autocast-disabled": "MPS autocast takes torch.float16 or torch.bfloat16 (bfloat16 from torch 2.6, on macOS 14 "
+                         "or newer): with this dtype PyTorch turned autocast off and the block ran in float32 (MPS503)",
     "restriction": "a limit inside this MPS kernel: change the shape (sizes that divide evenly, fewer than 65,536 "
                    "per dimension) or run this op on the CPU on purpose",
     "numpy": "copy to the host first: t.detach().cpu().numpy()",
@@ -100,7 +102,7 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
     clock = step_clock(clocks)
     total = clocks.get(clock, 0) if clock else 0
     explicit = set(raw.get("explicit_fallbacks", []))
-    fallbacks, syncs = [], []
+    fallbacks, syncs, warned = [], [], []
     events = raw.get("events", [])
     for event in sorted(events, key=lambda e: (_display(script, e.get("filename")) or "", e["row"] or 0,
                                                 e["kind"], e["key"])):
@@ -109,6 +111,8 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
             fallbacks.append({"op": event["key"], "count": event["count"], "location": location,
                               "without_fallback": "runs on the CPU" if event["key"] in explicit
                               else "NotImplementedError"})
+        elif event["kind"] == "warning":
+            warned.append({"kind": event["key"], "count": event["count"], "location": location})
         else:
             seen = event["steps"].get(clock, []) if clock else []
             hot = is_hot(seen, total)
@@ -155,7 +159,7 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
     failed = bool(reasons)
     fallback = raw.get("fallback")
     late = _set_after_import(raw, script, fallback)
-    statuses = cross_reference(static or [], dict(raw, script_name=script), errors, fallbacks, syncs, late)
+    statuses = cross_reference(static or [], dict(raw, script_name=script), errors, fallbacks, syncs, late, warned)
     report = {
         "script": script,
         "device": "mps" if on_device else None,
@@ -171,6 +175,7 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
         "fallbacks": fallbacks,
         "syncs": syncs,
         "errors": errors,
+        "warnings": warned,
         "set_after_import": late,
         "static": statuses,
     }
@@ -324,7 +329,8 @@ def static_findings(script: str) -> List[Dict[str, Any]]:
 
 def cross_reference(findings: Iterable[Dict[str, Any]], raw: Dict[str, Any], errors: List[Dict[str, Any]],
                     fallbacks: List[Dict[str, Any]], syncs: List[Dict[str, Any]],
-                    late: Sequence[Dict[str, Any]] = ()) -> List[Dict[str, Any]]:
+                    late: Sequence[Dict[str, Any]] = (),
+                    warned: Sequence[Dict[str, Any]] = ()) -> List[Dict[str, Any]]:
     """confirmed: a matching event on the finding's lines; not-reached: none of its lines ran; else not-observed."""
     observed: Dict[int, Set[str]] = {}
 
@@ -341,6 +347,8 @@ def cross_reference(findings: Iterable[Dict[str, Any]], raw: Dict[str, Any], err
         add(fallback["location"], {"fallback"})
     for sync in syncs:
         add(sync["location"], {f"sync:{sync['kind']}"})
+    for warning in warned:
+        add(warning["location"], {f"warning:{warning['kind']}"})
     for write in late:
         if write["status"] == "confirmed":
             add(write["location"], {"set-too-late"})
@@ -387,6 +395,12 @@ def render_text(verdict: Verdict) -> str:
             lines.append(f"  {loc(f['location'])}: {f['op']} ran on the CPU {_times(f['count'])}")
             lines.append(f"    advice: {ADVICE['fallback']}")
     late = r.get("set_after_import", [])
+    if r.get("warnings"):
+        lines.append("warnings:")
+        for w in r["warnings"]:
+            lines.append(f"  {loc(w['location'])}: autocast disabled on mps (\"In MPS autocast, but the target dtype is "
+                         f"not supported. Disabling autocast.\") {_times(w['count'])}")
+            lines.append(f"    advice: {ADVICE[w['kind']]}")
     if r["errors"]:
         lines.append("errors:")
         for e in r["errors"]:
