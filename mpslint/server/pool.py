@@ -52,18 +52,19 @@ class Worker:
 
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
+        self._signalled = False
 
     @classmethod
-    async def start(cls, command: List[str], spawned: Callable[[asyncio.subprocess.Process], None]) -> "Worker":
-        """Start a worker and wait until it is ready; ``spawned`` learns of the process as soon as it exists."""
+    async def start(cls, command: List[str], spawned: Callable[["Worker"], None]) -> "Worker":
+        """Start a worker and wait until it is ready; ``spawned`` learns of it as soon as its process exists."""
         try:
             process = await asyncio.create_subprocess_exec(
                 *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
             )
         except OSError as exc:
             raise WorkerStartError(f"cannot start {command[0]}: {exc}") from None
-        spawned(process)
         worker = cls(process)
+        spawned(worker)
         try:
             ready = await worker._receive()
         except JobFailed as exc:
@@ -88,6 +89,7 @@ class Worker:
             self.process.stdin.write(_HEADER.pack(len(data)) + data)
             await self.process.stdin.drain()
         except (ConnectionError, RuntimeError) as exc:
+            await self._exit_code()  # let asyncio reap it first (see kill)
             raise JobFailed(f"the worker process is gone ({exc})") from None
         status, value = await self._receive()
         if status != "ok":
@@ -111,7 +113,18 @@ class Worker:
             return None
 
     def kill(self) -> None:
-        if self.alive:
+        """End the process: signalled once at most, and only while asyncio has not seen it exit.
+
+        ``Process.kill`` polls the child before signalling it (``Popen.send_signal``
+        does, against pid reuse), and polling reaps a child that has died. A second
+        kill of a process that died since the first would reap it behind the back of
+        asyncio's child watcher, which then finds no such child, prints "Unknown child
+        process pid N, will report returncode 255" on stderr and reports a false exit
+        code. A process still alive when signalled the first time is not reaped by
+        that poll.
+        """
+        if self.alive and not self._signalled:
+            self._signalled = True
             try:
                 self.process.kill()
             except ProcessLookupError:
@@ -148,7 +161,7 @@ class Pool:
         self._waiters: Deque["asyncio.Future[None]"] = collections.deque()
         self._in_process: Optional[ThreadPoolExecutor] = None
         self._closed = False
-        self._processes: Set[asyncio.subprocess.Process] = set()  # every worker process not yet reaped
+        self._workers: Set[Worker] = set()  # every worker whose process has not been reaped yet
 
     # -- public --------------------------------------------------------------------------
 
@@ -202,36 +215,35 @@ class Pool:
         for task in self._starting:
             task.cancel()
         self._starting.clear()
-        for worker in list(self._idle) + list(self._running):
+        for worker in self._workers:  # idle, running and starting ones alike
             worker.kill()
-        for process in self._processes:
-            if process.returncode is None:
-                try:
-                    process.kill()
-                except ProcessLookupError:
-                    pass
         self._idle.clear()
         if self._in_process is not None:
             self._in_process.shutdown(wait=False)
 
     async def aclose(self) -> None:
         """``close``, then wait until the worker processes are gone (their pipes close with them)."""
+        starting = list(self._starting)
         self.close()
-        for process in list(self._processes):
+        if starting:
+            # One cancelled before its process was handed over kills and waits for it on its own: let it,
+            # so that no process is left for asyncio to reap after the event loop has closed.
+            await asyncio.wait(starting, timeout=10)
+        for worker in list(self._workers):
             try:
-                await asyncio.wait_for(process.wait(), 10)
+                await asyncio.wait_for(worker.process.wait(), 10)
             except asyncio.TimeoutError:
-                logger.warning("mpslint: worker process %s did not exit", process.pid)
-        self._processes.clear()
+                logger.warning("mpslint: worker process %s did not exit", worker.process.pid)
+        self._workers.clear()
 
     @property
     def workers(self) -> int:
         """Worker processes alive now (idle or busy)."""
         return len([w for w in self._idle if w.alive]) + len(self._running)
 
-    def _spawned(self, process: asyncio.subprocess.Process) -> None:
-        self._processes = {p for p in self._processes if p.returncode is None}
-        self._processes.add(process)
+    def _spawned(self, worker: Worker) -> None:
+        self._workers = {w for w in self._workers if w.alive}
+        self._workers.add(worker)
 
     # -- slots -----------------------------------------------------------------------------
 
