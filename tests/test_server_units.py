@@ -27,7 +27,7 @@ from mpslint.fixer import apply_fixes  # noqa: E402
 from mpslint.server import settings as client_settings  # noqa: E402
 from mpslint.server.documents import UTF8, UTF16, UTF32, Document, Snapshot  # noqa: E402
 from mpslint.server.noqa import CommentMap, noqa_edit  # noqa: E402
-from mpslint.server.pool import JobFailed, Pool  # noqa: E402
+from mpslint.server.pool import JobFailed, Pool, prestart  # noqa: E402
 from mpslint.server.projects import Projects  # noqa: E402
 from mpslint.server.scheduler import Scheduler  # noqa: E402
 from mpslint.server.severity import severity  # noqa: E402
@@ -466,6 +466,26 @@ async def test_closing_the_pool_leaves_reaping_to_asyncio():
         logging.getLogger("asyncio").removeHandler(handler)
     assert [r.getMessage() for r in records if r.levelno >= logging.WARNING] == []
     assert workers and all(w.process.returncode == -signal.SIGKILL for w in workers)  # the true status, not 255
+
+
+@run_async
+async def test_the_pool_adopts_a_worker_started_before_the_event_loop():
+    early = prestart()  # as `mpslint server` does before it imports pygls
+    pool = Pool(1, early=early)
+    try:
+        diagnostics, _ = await pool.run("check", SMALL, "a.py", Settings())
+        assert [d.code for d in diagnostics] == ["MPS101"]
+        (worker,) = pool._idle
+        assert worker.process.pid == early.pid  # the early one checked it, no other was started
+    finally:
+        await pool.aclose()
+    assert early.returncode is not None
+
+
+def test_a_worker_started_early_and_never_adopted_ends_with_the_pool():
+    early = prestart()
+    Pool(1, early=early).close()  # the server ended before it was initialized
+    assert early.returncode is not None
 
 
 def test_worker_frames_round_trip(tmp_path):
