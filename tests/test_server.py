@@ -138,6 +138,23 @@ async def test_initialize_shutdown_and_exit(tmp_path):
 
 @linux_only
 @run_async
+async def test_a_normal_shutdown_prints_nothing_on_stderr(tmp_path):
+    # As on a loaded machine (tests/latewatcher.py): asyncio's child watcher late, killed workers dead at once.
+    # Any worker reaped behind asyncio's back shows as "Unknown child process pid N" here.
+    launch = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import latewatcher; latewatcher.install(); " \
+        "from mpslint.cli import main; main(['server'])"
+    session = Session(tmp_path, command=[sys.executable, "-c", launch])
+    await session.start()
+    uri = session.open(tmp_path / "a.py", CUDA)
+    await session.diagnostics(uri)  # the other resident workers are still starting, or idle
+    assert await session.stop() == 0
+    stderr = session.stderr.decode(errors="replace")
+    assert "Unknown child process" not in stderr and "Traceback" not in stderr, stderr
+    assert "is closed" not in stderr, stderr  # no worker left for asyncio to reap after its loop closed
+
+
+@linux_only
+@run_async
 async def test_no_worker_outlives_the_server(tmp_path):
     async with Session(tmp_path, command=DEFAULT_COMMAND) as session:
         uri = session.open(tmp_path / "a.py", CUDA)

@@ -27,12 +27,13 @@ from mpslint.fixer import apply_fixes  # noqa: E402
 from mpslint.server import settings as client_settings  # noqa: E402
 from mpslint.server.documents import UTF8, UTF16, UTF32, Document, Snapshot  # noqa: E402
 from mpslint.server.noqa import CommentMap, noqa_edit  # noqa: E402
-from mpslint.server.pool import JobFailed, Pool  # noqa: E402
+from mpslint.server.pool import JobFailed, Pool, prestart  # noqa: E402
 from mpslint.server.projects import Projects  # noqa: E402
 from mpslint.server.scheduler import Scheduler  # noqa: E402
 from mpslint.server.severity import severity  # noqa: E402
 from mpslint.suppressions import Suppressions  # noqa: E402
 
+import latewatcher  # noqa: E402
 from lspclient import apply_text_edits, run_async  # noqa: E402
 
 # -- documents and positions -------------------------------------------------------------------
@@ -360,12 +361,12 @@ async def test_the_pool_checks_in_worker_processes_and_keeps_them():
 async def _settle(pool, count):
     """Wait until ``count`` worker processes are alive and none is starting; return how many are alive."""
     for _ in range(2400):
-        alive = [p for p in pool._processes if p.returncode is None]
+        alive = [w for w in pool._workers if w.alive]
         if len(alive) >= count and not any(not t.done() for t in pool._starting):
             break
         await asyncio.sleep(0.05)
     await asyncio.sleep(0.2)
-    return len([p for p in pool._processes if p.returncode is None])
+    return len([w for w in pool._workers if w.alive])
 
 
 @run_async
@@ -439,6 +440,52 @@ async def test_a_worker_that_dies_fails_its_job_and_is_replaced():
             await pool.run("no-such-job")
     finally:
         await pool.aclose()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc to see when a process has died")
+@run_async
+async def test_closing_the_pool_leaves_reaping_to_asyncio():
+    # A worker polled after it died and before asyncio's child watcher reaped it (a second kill polls) is
+    # reaped behind asyncio's back: "Unknown child process" on the server's stderr, and exit code 255.
+    import logging
+    import signal
+
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("asyncio").addHandler(handler)
+    undo = latewatcher.install()
+    pool = Pool(3)
+    try:
+        pool.warm()
+        await asyncio.gather(pool.run("pause", 0.1), pool.run("pause", 0.1))  # two idle, the third starting
+        workers = list(pool._workers)
+        await pool.aclose()
+    finally:
+        undo()
+        logging.getLogger("asyncio").removeHandler(handler)
+    assert [r.getMessage() for r in records if r.levelno >= logging.WARNING] == []
+    assert workers and all(w.process.returncode == -signal.SIGKILL for w in workers)  # the true status, not 255
+
+
+@run_async
+async def test_the_pool_adopts_a_worker_started_before_the_event_loop():
+    early = prestart()  # as `mpslint server` does before it imports pygls
+    pool = Pool(1, early=early)
+    try:
+        diagnostics, _ = await pool.run("check", SMALL, "a.py", Settings())
+        assert [d.code for d in diagnostics] == ["MPS101"]
+        (worker,) = pool._idle
+        assert worker.process.pid == early.pid  # the early one checked it, no other was started
+    finally:
+        await pool.aclose()
+    assert early.returncode is not None
+
+
+def test_a_worker_started_early_and_never_adopted_ends_with_the_pool():
+    early = prestart()
+    Pool(1, early=early).close()  # the server ended before it was initialized
+    assert early.returncode is not None
 
 
 def test_worker_frames_round_trip(tmp_path):

@@ -31,6 +31,11 @@ def server(stdio: bool, workers: Optional[int]) -> None:
         click.echo(f"error: `mpslint server` needs pygls, which is not installed ({exc})", err=True)
         click.echo("hint: pip install \"mpslint[server]\"", err=True)
         sys.exit(2)
+    from mpslint.server.pool import prestart
+
+    # The first worker imports the engine while this process imports pygls and lsprotocol (the larger
+    # part of the server's start-up): the first file opened then finds it ready.
+    early = prestart()
     from mpslint.server.server import serve
 
-    serve(workers=workers)
+    serve(workers=workers, early=early)

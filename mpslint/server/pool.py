@@ -14,6 +14,10 @@ holding up the others:
 
 If no worker process can start at all, jobs run in a thread of this process
 instead, so the editor still gets its diagnostics.
+
+The first worker can be started before the server itself has imported pygls
+(``prestart``): the two processes import side by side, and the first document
+opened finds a worker ready instead of waiting for its imports.
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ import asyncio
 import collections
 import logging
 import struct
+import subprocess
+import threading
 import time
 import pickle
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
+from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Set, Tuple
 
 from mpslint.isolation import python_command
 from mpslint.server import worker as worker_module
@@ -52,18 +58,37 @@ class Worker:
 
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
+        self._signalled = False
 
     @classmethod
-    async def start(cls, command: List[str], spawned: Callable[[asyncio.subprocess.Process], None]) -> "Worker":
-        """Start a worker and wait until it is ready; ``spawned`` learns of the process as soon as it exists."""
+    async def start(cls, command: List[str], spawned: Callable[["Worker"], None]) -> "Worker":
+        """Start a worker and wait until it is ready; ``spawned`` learns of it as soon as its process exists."""
         try:
             process = await asyncio.create_subprocess_exec(
                 *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
             )
         except OSError as exc:
             raise WorkerStartError(f"cannot start {command[0]}: {exc}") from None
-        spawned(process)
         worker = cls(process)
+        spawned(worker)
+        try:
+            ready = await worker._receive()
+        except JobFailed as exc:
+            worker.kill()
+            raise WorkerStartError(str(exc)) from None
+        except BaseException:
+            worker.kill()
+            raise
+        if ready != worker_module.READY:
+            worker.kill()
+            raise WorkerStartError(f"unexpected first message from a worker: {ready!r}")
+        return worker
+
+    @classmethod
+    async def adopt(cls, popen: "subprocess.Popen[bytes]", spawned: Callable[["Worker"], None]) -> "Worker":
+        """A worker from ``prestart``, its pipes connected to this event loop, once it is ready."""
+        worker = cls(await Prestarted.connect(popen))  # type: ignore[arg-type]
+        spawned(worker)
         try:
             ready = await worker._receive()
         except JobFailed as exc:
@@ -88,6 +113,7 @@ class Worker:
             self.process.stdin.write(_HEADER.pack(len(data)) + data)
             await self.process.stdin.drain()
         except (ConnectionError, RuntimeError) as exc:
+            await self._exit_code()  # let asyncio reap it first (see kill)
             raise JobFailed(f"the worker process is gone ({exc})") from None
         status, value = await self._receive()
         if status != "ok":
@@ -111,7 +137,18 @@ class Worker:
             return None
 
     def kill(self) -> None:
-        if self.alive:
+        """End the process: signalled once at most, and only while asyncio has not seen it exit.
+
+        ``Process.kill`` polls the child before signalling it (``Popen.send_signal``
+        does, against pid reuse), and polling reaps a child that has died. A second
+        kill of a process that died since the first would reap it behind the back of
+        asyncio's child watcher, which then finds no such child, prints "Unknown child
+        process pid N, will report returncode 255" on stderr and reports a false exit
+        code. A process still alive when signalled the first time is not reaped by
+        that poll.
+        """
+        if self.alive and not self._signalled:
+            self._signalled = True
             try:
                 self.process.kill()
             except ProcessLookupError:
@@ -125,6 +162,63 @@ def worker_command() -> List[str]:
     return python_command("mpslint.server.worker")
 
 
+def prestart(command: Optional[List[str]] = None) -> "Optional[subprocess.Popen[bytes]]":
+    """Start a worker now, before there is an event loop, for the pool to adopt as its first worker (None if it cannot start)."""
+    try:
+        return subprocess.Popen(command or worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    except OSError as exc:
+        logger.warning("mpslint: cannot start a worker early: %s", exc)
+        return None
+
+
+class Prestarted:
+    """A worker process started by ``prestart``, as the pool sees a process: the parts of
+    ``asyncio.subprocess.Process`` that ``Worker`` uses.
+
+    asyncio does not watch this process; it is reaped here, by ``Popen`` (``poll``, and a
+    daemon thread in ``wait``, which never holds up the interpreter's exit).
+    """
+
+    def __init__(self, popen: "subprocess.Popen[bytes]", stdin: asyncio.StreamWriter, stdout: asyncio.StreamReader) -> None:
+        self.popen = popen
+        self.pid = popen.pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self._exited: "Optional[asyncio.Future[int]]" = None
+
+    @classmethod
+    async def connect(cls, popen: "subprocess.Popen[bytes]") -> "Prestarted":
+        loop = asyncio.get_running_loop()
+        assert popen.stdin is not None and popen.stdout is not None
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), popen.stdout)
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, popen.stdin)
+        return cls(popen, asyncio.StreamWriter(transport, protocol, None, loop), reader)
+
+    @property
+    def returncode(self) -> Optional[int]:
+        return self.popen.poll()  # no child watcher to race: Popen is the only one that reaps this process
+
+    def kill(self) -> None:
+        self.popen.kill()
+
+    async def wait(self) -> int:
+        if self._exited is None:
+            loop = asyncio.get_running_loop()
+            exited: "asyncio.Future[int]" = loop.create_future()
+            self._exited = exited
+
+            def waiting() -> None:
+                code = self.popen.wait()
+                try:
+                    loop.call_soon_threadsafe(lambda: exited.done() or exited.set_result(code))
+                except RuntimeError:  # the event loop has closed: nobody is waiting any more
+                    pass
+
+            threading.Thread(target=waiting, name=f"mpslint-wait-{self.pid}", daemon=True).start()
+        return await asyncio.shield(self._exited)
+
+
 class Pool:
     def __init__(
         self,
@@ -134,7 +228,9 @@ class Pool:
         slow_after: float = 1.0,
         time_limit: float = 120.0,
         command: Optional[List[str]] = None,
+        early: "Optional[subprocess.Popen[bytes]]" = None,
     ) -> None:
+        """``early``: a worker from ``prestart``, adopted as the first one."""
         self.size = max(1, size)
         self.extra = max(0, extra)
         self.slow_after = slow_after
@@ -148,7 +244,8 @@ class Pool:
         self._waiters: Deque["asyncio.Future[None]"] = collections.deque()
         self._in_process: Optional[ThreadPoolExecutor] = None
         self._closed = False
-        self._processes: Set[asyncio.subprocess.Process] = set()  # every worker process not yet reaped
+        self._workers: Set[Worker] = set()  # every worker whose process has not been reaped yet
+        self._early = early
 
     # -- public --------------------------------------------------------------------------
 
@@ -165,9 +262,15 @@ class Pool:
         if any(not t.done() for t in self._starting):
             return  # its completion calls warm() again
         if self.size - len(self._idle) - len(self._starting) - len(self._running) - self._claimed > 0:
-            task = asyncio.ensure_future(Worker.start(self.command, self._spawned))
+            task = asyncio.ensure_future(self._start())
             task.add_done_callback(self._started)
             self._starting.append(task)
+
+    def _start(self) -> Awaitable[Worker]:
+        early, self._early = self._early, None
+        if early is not None:
+            return Worker.adopt(early, self._spawned)
+        return Worker.start(self.command, self._spawned)
 
     def _started(self, task: "asyncio.Task[Worker]") -> None:
         if not task.cancelled() and task.exception() is None:
@@ -204,36 +307,42 @@ class Pool:
         for task in self._starting:
             task.cancel()
         self._starting.clear()
-        for worker in list(self._idle) + list(self._running):
+        for worker in self._workers:  # idle, running and starting ones alike
             worker.kill()
-        for process in self._processes:
-            if process.returncode is None:
-                try:
-                    process.kill()
-                except ProcessLookupError:
-                    pass
+        if self._early is not None:  # never adopted (the server ends before it was initialized)
+            self._early.kill()
+            self._early.wait()
+            for pipe in (self._early.stdin, self._early.stdout):
+                if pipe is not None:
+                    pipe.close()
+            self._early = None
         self._idle.clear()
         if self._in_process is not None:
             self._in_process.shutdown(wait=False)
 
     async def aclose(self) -> None:
         """``close``, then wait until the worker processes are gone (their pipes close with them)."""
+        starting = list(self._starting)
         self.close()
-        for process in list(self._processes):
+        if starting:
+            # One cancelled before its process was handed over kills and waits for it on its own: let it,
+            # so that no process is left for asyncio to reap after the event loop has closed.
+            await asyncio.wait(starting, timeout=10)
+        for worker in list(self._workers):
             try:
-                await asyncio.wait_for(process.wait(), 10)
+                await asyncio.wait_for(worker.process.wait(), 10)
             except asyncio.TimeoutError:
-                logger.warning("mpslint: worker process %s did not exit", process.pid)
-        self._processes.clear()
+                logger.warning("mpslint: worker process %s did not exit", worker.process.pid)
+        self._workers.clear()
 
     @property
     def workers(self) -> int:
         """Worker processes alive now (idle or busy)."""
         return len([w for w in self._idle if w.alive]) + len(self._running)
 
-    def _spawned(self, process: asyncio.subprocess.Process) -> None:
-        self._processes = {p for p in self._processes if p.returncode is None}
-        self._processes.add(process)
+    def _spawned(self, worker: Worker) -> None:
+        self._workers = {w for w in self._workers if w.alive}
+        self._workers.add(worker)
 
     # -- slots -----------------------------------------------------------------------------
 
@@ -290,7 +399,7 @@ class Pool:
                     raise
                 except WorkerStartError as exc:
                     logger.warning("mpslint: a worker did not start: %s", exc)
-            return await Worker.start(self.command, self._spawned)
+            return await self._start()
         finally:
             self._claimed -= 1
 

@@ -119,12 +119,12 @@ class Protocol(LanguageServerProtocol):
 
 
 class MpslintServer(LanguageServer):
-    def __init__(self, *, workers: Optional[int] = None, debounce: float = 0.25) -> None:
+    def __init__(self, *, workers: Optional[int] = None, debounce: float = 0.25, early: Any = None) -> None:
         super().__init__("mpslint", __version__, protocol_cls=Protocol, notebook_document_sync=NOTEBOOK_SYNC)
         self.targets: Dict[str, Target] = {}  # by target key (a file's URI, a notebook's URI)
         self.owners: Dict[str, str] = {}  # document URI -> the key of the target it belongs to
         self.projects = Projects()
-        self.pool = Pool(workers or default_workers())
+        self.pool = Pool(workers or default_workers(), early=early)
         self.scheduler = Scheduler(self._check, self._publish, debounce=debounce)
         self.epoch = 0  # bumped whenever settings may have changed: results of an older epoch are stale
         self.init_options: Any = None
@@ -495,8 +495,9 @@ def workspace_folders(params: lsp.InitializeParams) -> List[Path]:
     return [f for f in folders if f is not None]
 
 
-def build(*, workers: Optional[int] = None, debounce: float = 0.25) -> MpslintServer:
-    server = MpslintServer(workers=workers, debounce=debounce)
+def build(*, workers: Optional[int] = None, debounce: float = 0.25, early: Any = None) -> MpslintServer:
+    """``early``: a worker already started (``pool.prestart``), adopted as the pool's first."""
+    server = MpslintServer(workers=workers, debounce=debounce, early=early)
 
     @server.feature(lsp.INITIALIZE)
     def initialize(params: lsp.InitializeParams) -> None:
@@ -629,5 +630,5 @@ def build(*, workers: Optional[int] = None, debounce: float = 0.25) -> MpslintSe
     return server
 
 
-def serve(*, workers: Optional[int] = None) -> None:
-    build(workers=workers).start_io()
+def serve(*, workers: Optional[int] = None, early: Any = None) -> None:
+    build(workers=workers, early=early).start_io()
