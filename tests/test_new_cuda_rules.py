@@ -196,8 +196,20 @@ def test_mps112_reports_names_the_floor_lacks(source, floor, expected):
     assert rows(source, "MPS112", torch_version=floor) == expected
 
 
+def test_mps112_with_no_floor_assumes_torch_2_0_and_says_so(tmp_path):
+    """The policy MPS504 follows (README: Which torch findings and fixes assume): no floor declared, 2.0 assumed."""
+    from mpslint.config import Settings
+    from mpslint.engine import check_text
+
+    found = check_text("import torch\nok = torch.mps.is_available()\n", "a.py", Settings(select=frozenset({"MPS112"})))
+    (d,) = found.diagnostics
+    assert "no torch-version is set, so mpslint assumes torch 2.0" in d.message
+    # `torch.mps` without `import torch.mps` (torch 2.0.x only) is said only to projects that declare 2.0.
+    assert check_text("import torch\ntorch.mps.synchronize()\n", "a.py", Settings(select=frozenset({"MPS112"}))).diagnostics == []
+
+
 @pytest.mark.parametrize("source, floor", [
-    ("import torch\nok = torch.mps.is_available()\n", None),  # no floor: the newest torch
+    ("import torch\nok = torch.mps.is_available()\n", "2.13"),  # a floor that has it
     ("import torch\nok = torch.mps.is_available()\n", "2.5"),
     ("import torch\nimport torch.mps\ntorch.mps.synchronize()\n", "2.0"),
     ("import torch\nfrom torch import mps\nmps.synchronize()\n", "2.0"),
@@ -207,7 +219,7 @@ def test_mps112_reports_names_the_floor_lacks(source, floor, expected):
     ("import torch\ntry:\n    torch.mps.manual_seed_all(0)\nexcept AttributeError:\n    pass\n", None),
     ("import torch\ntorch.mps.current_device = lambda: 0\n", None),
     ("import torch\nm = torch.mps._is_in_bad_fork()\n", None),
-    ("import torch\ntorch.mps.profiler.start()\nx = torch.mps.recommended_max_memory()\n", None),
+    ("import torch\ntorch.mps.profiler.start()\nx = torch.mps.recommended_max_memory()\n", "2.13"),
     # the file defines the name itself (a shim for libraries that call it)
     ("import torch\ntorch.mps.current_device = lambda: 0\ndef dev():\n    return torch.mps.current_device()\n", None),
     ("import torch\nsetattr(torch.mps, 'current_device', lambda: 0)\ni = torch.mps.current_device()\n", None),

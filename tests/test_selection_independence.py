@@ -64,12 +64,23 @@ def test_the_issue_reproducer(tmp_path):
     assert differences(script.encode(), "s.py", Settings()) == []
 
 
+# Every code on every corpus file is ~100,000 checks: far over CI's budget. The files where rules
+# have something to look at (they name a device), every one of them up to this many, evenly spread.
+CORPUS_FILES = 120
+
+
 @pytest.mark.corpus
 def test_select_one_code_on_the_corpus():
     from corpus import corpus_dir
 
+    candidates = [p for p in sorted(corpus_dir().rglob("*.py")) if _names_a_device(p.read_bytes())]
+    stride = max(1, len(candidates) // CORPUS_FILES)
     mismatches = []
-    for path in sorted(corpus_dir().rglob("*.py")):
+    for path in candidates[::stride]:
         found = differences(path.read_bytes(), str(path), Settings())
         mismatches.extend((str(path), code) for code, _, _ in found)
     assert mismatches == []
+
+
+def _names_a_device(data: bytes) -> bool:
+    return b"cuda" in data or b"mps" in data or b".device" in data

@@ -4,8 +4,9 @@ Names that no release has (``torch.mps.manual_seed_all``, ``current_device``,
 ``get_mem_info``: CUDA's API read as MPS's) are reported whatever the floor;
 names that came later (``torch.mps.is_available`` in 2.5) only when the
 project's torch floor (``torch-version``, or its ``torch>=`` requirement) is
-older; with no floor, the newest known torch is assumed, as for MPS504. With a
-2.0 floor, ``torch.mps`` itself needs ``import torch.mps``.
+older; with no floor declared, torch 2.0 is assumed and the message says so, as
+for MPS504. A project that declares a 2.0 floor also hears that ``torch.mps``
+itself needs ``import torch.mps`` there.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ class MissingMpsApi(Rule):
     def _check(self, node: ast.AST, module: str, member: str, fixable: bool = True) -> None:
         if member.startswith("_") or self._guarded(node, member) or (module, member) in self._shimmed():
             return
-        floor = versions.floor_of(self.ctx.settings.torch_version)
+        declared = self.ctx.settings.torch_version
+        floor = versions.floor_of(declared)
         since = _MODULES[module].get(member)
         name = f"{module}.{member}"
         if since is None:
@@ -61,10 +63,17 @@ class MissingMpsApi(Rule):
         if since > floor and not self._version_checked(node):
             fix = self._is_available_fix(node) if fixable and name == "torch.mps.is_available" else None
             instead = "; use `torch.backends.mps.is_available()`" if name == "torch.mps.is_available" else ""
-            self.report(node, f"`{name}` needs torch >= {versions.text(since)}, but the project supports torch "
-                              f"{versions.text(floor)}: it raises AttributeError there{instead}", fix=fix)
+            if declared is None:  # the policy MPS504 follows: no floor declared, torch 2.0 assumed, and said
+                supports = (f"no torch-version is set, so mpslint assumes torch {versions.text(floor)} (set "
+                            f"torch-version or require torch>={versions.text(since)} if older torch is not supported)")
+            else:
+                supports = f"the project supports torch {versions.text(floor)}"
+            self.report(node, f"`{name}` needs torch >= {versions.text(since)}, but {supports}: it raises "
+                              f"AttributeError there{instead}", fix=fix)
             return
-        if module == "torch.mps" and floor < mps_api.TORCH_MPS_IMPORTED_BY_TORCH and type(node) is ast.Attribute \
+        # torch 2.0.x itself is rare today: this one is said only to projects that declare it.
+        if declared is not None and module == "torch.mps" and floor < mps_api.TORCH_MPS_IMPORTED_BY_TORCH \
+                and type(node) is ast.Attribute \
                 and not self._import_reported and not self._imports_torch_mps():
             self._import_reported = True
             self.report(node, f"`import torch` does not import `torch.mps` in torch {versions.text(floor)} (the "
