@@ -27,40 +27,17 @@ not fatal: the remaining files run in this process.
 from __future__ import annotations
 
 import os
-from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from mpslint.config import Settings
-from mpslint.diagnostic import IO_ERROR, Diagnostic, io_error
+from mpslint.diagnostic import IO_ERROR, io_error
+from mpslint.results import FileResult, Mode
+from mpslint.writing import read_file, unified_diff, write_atomic
 
 # Files left to check (after cache hits) below which no worker is spawned: see the module docstring.
 POOL_THRESHOLD = 60
-
-
-@dataclass(frozen=True)
-class Mode:
-    fix: bool = False  # write fixed files
-    diff: bool = False  # compute the fix, write nothing, return a unified diff
-    unsafe: bool = False
-
-    @property
-    def fixing(self) -> bool:
-        return self.fix or self.diff
-
-
-@dataclass
-class FileResult:
-    display: str
-    diagnostics: List[Diagnostic] = field(default_factory=list)  # remaining after fixing
-    fixed: Counter = field(default_factory=Counter)  # code -> fixes applied
-    error: Optional[str] = None  # the file could not be checked (an internal error) or its fix not written
-    detail: Optional[str] = None  # the traceback of an internal error (shown with --verbose)
-    warning: Optional[str] = None  # fixing stopped early (the fixer's own message)
-    diff: Optional[str] = None
-    text: Optional[str] = None  # the fixed text, for stdin
-    cached: bool = False
 
 
 @dataclass(frozen=True)
@@ -289,24 +266,6 @@ def _work(task: Task) -> FileResult:
     return _WORKER.process(task)
 
 
-def read_file(path: str) -> bytes:
-    """A regular file's bytes; anything else (a FIFO, a device) is an error instead of a read that never ends."""
-    import stat
-
-    # O_NONBLOCK: opening a FIFO without a writer would otherwise block before we can look at what it is.
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    try:
-        mode = os.fstat(fd).st_mode
-    except BaseException:
-        os.close(fd)
-        raise
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise OSError(0, "is a directory" if stat.S_ISDIR(mode) else "not a regular file")
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
-
-
 def process_file(
     path: str,
     display: str,
@@ -397,50 +356,3 @@ def process_bytes(data: bytes, display: str, settings: Settings, mode: Mode, *, 
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             return FileResult(display, error=f"cannot write the fixed file: {reason}")
     return result
-
-
-def write_atomic(path: str, data: bytes, *, expected: Optional[bytes] = None) -> None:
-    """Replace the file's content in one step, keeping its permissions (and owner, when allowed).
-
-    A symlink is followed: the file it points to is rewritten, the link stays. With ``expected``
-    (the bytes the fix was computed from), a file that changed on disk meanwhile (an editor saved
-    it) is left alone: writing would silently discard that edit.
-    """
-    import tempfile
-
-    target = os.path.realpath(path)
-    st = os.stat(target)
-    directory = os.path.dirname(target) or "."
-    fd, temp = tempfile.mkstemp(prefix=".mpslint-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, st.st_mode & 0o7777)
-        if hasattr(os, "chown"):
-            try:
-                os.chown(temp, st.st_uid, st.st_gid)
-            except OSError:
-                pass  # not ours to give away; the content still gets written
-        if expected is not None and read_file(target) != expected:
-            raise OSError(0, "the file changed on disk while it was being fixed; it was left as it is")
-        os.replace(temp, target)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
-
-
-def unified_diff(before: str, after: str, display: str) -> str:
-    import difflib
-
-    def lines(text: str) -> List[str]:
-        split = text.splitlines(keepends=True)
-        if split and not split[-1].endswith(("\n", "\r")):
-            split[-1] += "\n\\ No newline at end of file\n"
-        return split
-
-    return "".join(difflib.unified_diff(lines(before), lines(after), fromfile=display, tofile=display))

@@ -28,7 +28,7 @@ from mpslint.notebook.ipython import is_python_cell
 from mpslint.notebook.program import Program, apply_cell_edits
 
 if TYPE_CHECKING:
-    from mpslint.runner import FileResult, Mode
+    from mpslint.results import FileResult, Mode
 
 INTERNAL_ERROR = "MPS900"
 # Rules whose premise does not hold in a notebook. MPS403: spawned workers re-import the main *script*;
@@ -165,7 +165,8 @@ def fix_notebook(data: bytes, display: str, settings: Settings, *, unsafe: bool)
 def process_notebook(data: bytes, display: str, settings: Settings, mode: "Mode", *, target: Optional[str] = None) -> "FileResult":
     """Check or fix one notebook's bytes; with ``mode.fix`` and a ``target``, write the fixed notebook there."""
     from mpslint.diagnostic import io_error
-    from mpslint.runner import FileResult, write_atomic
+    from mpslint.results import FileResult
+    from mpslint.writing import write_atomic
 
     try:
         text, bom = decode(data)
@@ -198,7 +199,7 @@ def process_notebook(data: bytes, display: str, settings: Settings, mode: "Mode"
 
 def cell_diff(notebook: Notebook, sources: Dict[int, str], display: str) -> str:
     """A unified diff per changed cell, headed ``path:cell N`` (as Ruff's ``--diff`` shows notebooks)."""
-    from mpslint.runner import unified_diff
+    from mpslint.writing import unified_diff
 
     pieces = []
     for cell in notebook.cells:
