@@ -36,7 +36,9 @@ import re
 from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 
 from mpslint.analysis.branches import Branches
-from mpslint.analysis.syntax import dotted_name, keyword, last_name, positional
+from mpslint.analysis.project import facts
+from mpslint.analysis.project.facts import argument_positions
+from mpslint.analysis.syntax import dotted_name, keyword, last_name, positional, positional_at
 from mpslint.analysis.tree import Scope, Tree
 
 
@@ -97,6 +99,18 @@ DEVICE_EVIDENCE = ("backward", "to(", "to_empty", "cuda", "prepare", "dev") + tu
 MOVES = frozenset(("to", "cuda", "to_empty", "prepare", "prepare_model"))
 # Device types that hold data on an accelerator (`meta` is a device too, with no data).
 ACCELERATOR_TYPES = frozenset(("cuda", "mps", "xpu", "npu", "hpu", "xla"))
+
+# What a summary's fact (analysis/project/facts.py) is in this analysis's terms.
+FACT_KINDS = {
+    facts.DEVICE: Kind.ACCEL,
+    facts.CPU: Kind.CPU,
+    facts.DEVICE_TENSOR: Kind.DEVICE,
+    facts.HOST_TENSOR: Kind.HOST_TENSOR,
+    facts.HOST: Kind.HOST,
+    facts.FLOAT64: Kind.HOST,
+    facts.CUDA_FLAG: Kind.HOST,
+    facts.KWARGS: Kind.HOST,
+}
 
 # Deeper than this, an expression's kind is unknown: real code never nests evaluation this deep,
 # generated chains of distinct names would otherwise overflow the stack.
@@ -761,6 +775,9 @@ class DeviceFlow:
             return Kind.DEVICE
         bindings = self.visible(name, expr)
         if not bindings:
+            imported = self._imported_kind(name)
+            if imported is not None:
+                return imported
             return Kind.ACCEL if DEVICE_NAME.match(name) else Kind.UNKNOWN
         return join_all(self.kind_of_binding(b, name) for b in bindings)
 
@@ -842,6 +859,9 @@ class DeviceFlow:
             return Kind.HOST
         if name in JOIN_BUILTINS:
             return self._combine(_arguments(call))
+        returned = self._returned(call, func)
+        if returned is not None:
+            return returned
         callee = self.kind(func)
         if callee in (Kind.MODULE, Kind.DEVICE):
             return Kind.DEVICE
@@ -868,6 +888,10 @@ class DeviceFlow:
     def _eval_method(self, call: ast.Call, func: ast.Attribute) -> Kind:
         method = func.attr
         receiver = func.value
+        if type(receiver) is _NAME and receiver.id == "self":  # type: ignore[attr-defined]
+            returned = self._returned(call, func)
+            if returned is not None:
+                return returned
         if method == "to":
             return self._eval_to(call, receiver)
         if method == "cuda":
@@ -902,6 +926,65 @@ class DeviceFlow:
             return Kind.UNKNOWN if placed is Kind.HOST_TENSOR else Kind.MODULE
         return placed
 
+    # --------------------------------------------------- across functions and modules
+
+    def imported_fact(self, name: str) -> Optional[str]:
+        """The fact (``analysis/project/facts``) of a name this file binds only by an import, if a value."""
+        resolved = self.ctx.project.imported(name)
+        return resolved[1] if resolved is not None and resolved[0] == "value" else None  # type: ignore[return-value]
+
+    def _imported_kind(self, name: str) -> Optional[Kind]:
+        """A name this file binds only by an import: what the project model says the module binds it to."""
+        fact = self.imported_fact(name)
+        if fact is not None:
+            return _fact_kind(fact)
+        resolved = self.ctx.project.imported(name)
+        if resolved is not None and resolved[0] == "alias" and names_a_dtype(resolved[1]):  # type: ignore[arg-type]
+            return Kind.HOST
+        return None
+
+    def returned_fact(self, call: ast.Call) -> Optional[str]:
+        """What a helper's summary says it returns (``arg:K`` included): a function of this file defined at
+        the top level, a method of the enclosing class called through ``self``, or a function of an imported
+        module."""
+        func = call.func
+        project = self.ctx.project
+        tree = self.tree
+        if type(func) is _NAME:
+            name = func.id  # type: ignore[attr-defined]
+            scope = tree.scope_of(call)
+            shadowed = scope is not tree.module and name in self.bindings.get(scope, {})
+            top = self.bindings.get(tree.module, {}).get(name, ())
+            if not shadowed and all(b.how == "other" for b in top):
+                return project.function(name)
+        elif type(func) is _ATTRIBUTE and type(func.value) is _NAME:  # type: ignore[attr-defined]
+            owner = func.value.id  # type: ignore[attr-defined]
+            if owner == "self":
+                cls = _class_of(tree, call)
+                return project.method(cls.name, func.attr) if cls is not None else None  # type: ignore[attr-defined]
+            if not self.bindings.get(tree.module, {}).get(owner) and not self.bindings.get(tree.scope_of(call), {}).get(owner):
+                return project.module_function(owner, func.attr)  # type: ignore[attr-defined]
+        return None
+
+    def _returned(self, call: ast.Call, func: ast.AST) -> Optional[Kind]:
+        """What a helper returns at this call: its summary's fact, ``arg:K`` read as the K-th argument here."""
+        fact = self.returned_fact(call)
+        if fact is None:
+            return None
+        positions = argument_positions(fact)
+        if positions:
+            kinds = []
+            for position in positions:
+                value = positional_at(call, position)
+                if value is None:
+                    return None
+                kinds.append(self.kind(value))
+            kind = kinds[0]
+            for other in kinds[1:]:
+                kind = arithmetic(kind, other)
+            return kind if kind in (Kind.DEVICE, Kind.HOST_TENSOR) else None
+        return _fact_kind(fact)
+
     def _device_attribute(self, owner: ast.AST) -> Kind:
         """``owner.device``: the accelerator for models, trainers and args; a tensor's own device otherwise."""
         kind = self.kind(owner)
@@ -930,6 +1013,10 @@ class DeviceFlow:
         if Kind.HOST_TENSOR in kinds and all(k in (Kind.HOST_TENSOR, Kind.HOST) for k in kinds):
             return Kind.HOST_TENSOR
         return Kind.UNKNOWN
+
+
+def _fact_kind(fact: str) -> Optional[Kind]:
+    return FACT_KINDS.get(facts.KWARGS if fact.startswith(facts.KWARGS) else fact)
 
 
 def _joins_nothing(statement: ast.AST) -> bool:

@@ -7,6 +7,7 @@ import re
 from typing import Optional
 
 from mpslint.analysis.device_flow import DeviceFlow
+from mpslint.analysis.project import facts
 from mpslint.analysis.syntax import dotted_name, keyword, method_name, positional
 from mpslint.checks.base import FixSpec, Rule, attribute_dot, attribute_name_start, insert_before, replace_span, short
 
@@ -162,6 +163,8 @@ class Float64ToDevice(Rule):
         cls = type(array)
         if cls is ast.Name:
             bindings = self.flow.visible(array.id, array)  # type: ignore[attr-defined]
+            if not bindings:
+                return self.flow.imported_fact(array.id) == facts.FLOAT64  # type: ignore[attr-defined]
             return any(
                 b.how == "assign" and not b.path and b.value is not None
                 and self._may_be_float64_array(b.value, depth + 1, python_floats=python_floats)
@@ -187,6 +190,8 @@ class Float64ToDevice(Rule):
             return self._may_be_float64_array(array.operand, depth + 1, python_floats=python_floats)  # type: ignore[attr-defined]
         if cls is not ast.Call:
             return False
+        if self.flow.returned_fact(array) == facts.FLOAT64:  # type: ignore[arg-type]
+            return True  # a helper (here or in another module) that returns a float64 array
         qualified = self.ctx.qualify(array.func) or ""  # type: ignore[attr-defined]
         dtype = keyword(array, "dtype")  # type: ignore[arg-type]
         if dtype is not None:
