@@ -87,9 +87,12 @@ def check_text(
     *,
     prefilter: bool = True,
     apply_noqa: bool = True,
+    origin: Optional[str] = None,
 ) -> CheckResult:
+    """Check ``text``, reported as ``path``; ``origin`` is the file it was read from when ``path`` (a path as
+    displayed) does not lead to it: the project model finds the modules it imports from there."""
     with _collector_paused():
-        return _check_text(text, path, settings, prefilter, apply_noqa)
+        return _check_text(text, path, settings, prefilter, apply_noqa, origin)
 
 
 @contextmanager
@@ -111,12 +114,13 @@ def _collector_paused():
         gc.enable()
 
 
-def _check_text(text: str, path: str, settings: Settings, prefilter: bool, apply_noqa: bool) -> CheckResult:
+def _check_text(text: str, path: str, settings: Settings, prefilter: bool, apply_noqa: bool,
+                origin: Optional[str] = None) -> CheckResult:
     module = parse(text, path)
     if isinstance(module, Diagnostic):
         return CheckResult([module], parsed=False)
     classes = registry.classes_for(settings.select)
-    project = ProjectView(module, path)
+    project = ProjectView(module, origin or path)
     if prefilter:
         # What names imported from the project stand for counts as text: `DTYPE` may be torch.float64.
         imported = project.words() if _IMPORTS.search(text) else ""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from mpslint.diagnostic import Diagnostic
 
@@ -35,3 +35,5 @@ class FileResult:
     diff: Optional[str] = None
     text: Optional[str] = None  # the fixed text, for stdin
     cached: bool = False
+    # The project's module files its check read: path -> digest of their summary (kept with the cache entry).
+    depends: Dict[str, str] = field(default_factory=dict)

@@ -70,6 +70,7 @@ def run(
         from mpslint.cache import Cache
 
         cache = Cache(cache_dir)
+    _share_summaries(cache)
     results: List[Optional[FileResult]] = [None] * len(tasks)
     pending: List[int] = []
     read: Dict[int, bytes] = {}  # the bytes of missed files, kept while they may be checked in this process
@@ -112,7 +113,7 @@ def _look_up(task: Task, settings: Settings, cache):
     except OSError:
         return None
     key = cache.key(data, task.display, settings)
-    diagnostics = cache.get(key)
+    diagnostics = cache.get(key, _current_digest)
     if diagnostics is None:
         return data, key
     return FileResult(task.display, diagnostics, cached=True)
@@ -172,6 +173,7 @@ class _State:
             from mpslint.cache import Cache
 
             self.cache = Cache(cache_dir)
+            _share_summaries(self.cache)
 
     def process(self, task: Task, data: Optional[bytes] = None) -> FileResult:
         settings = self.table[task.settings]
@@ -293,13 +295,28 @@ def process_file(
     key = None
     if cache is not None and not mode.fixing:
         key = known or cache.key(data, display, settings)
-        hit = cache.get(key) if key != missed else None
+        hit = cache.get(key, _current_digest) if key != missed else None
         if hit is not None:
             return FileResult(display, hit, cached=True)
     result = process_bytes_safely(data, display, settings, mode, target=path)
     if key is not None and result.error is None and not _unreadable(result):
-        cache.put(key, result.diagnostics)
+        cache.put(key, result.diagnostics, result.depends)
     return result
+
+
+def _share_summaries(cache) -> None:
+    """A fresh project model for this run; with a cache, module summaries live beside its entries, so
+    workers and later runs read them instead of parsing."""
+    from mpslint.analysis.project import model
+
+    model.use_cache_dir(cache.summaries if cache is not None else None)
+
+
+def _current_digest(path: str) -> str:
+    """What the summary of a module file a cached result depends on is now (``analysis/project``)."""
+    from mpslint.analysis.project import model
+
+    return model.shared().digest_at(path)
 
 
 def _unreadable(result: FileResult) -> bool:
@@ -339,7 +356,8 @@ def process_bytes(data: bytes, display: str, settings: Settings, mode: Mode, *, 
     if not mode.fixing:
         from mpslint.engine import check_text
 
-        return FileResult(display, check_text(source.text, display, settings).diagnostics)
+        checked = check_text(source.text, display, settings, origin=target)
+        return FileResult(display, checked.diagnostics, depends=checked.depends)
 
     from mpslint.fixer import fix_text
 

@@ -274,3 +274,64 @@ def test_rules_ask_the_project(tmp_path):
     result = check_text(path.read_text(), str(path), Settings())
     assert [(d.location.row, d.code) for d in result.diagnostics] == [(11, "MPS201")]
     assert result.depends[str(tmp_path / "helpers.py")] != model.ABSENT
+
+
+# ---------------------------------------------------------------- the cache re-checks importers only
+
+
+HELPERS = """
+import torch
+def reduce_mean(t, n):
+    out = t.clone()
+    out /= n
+    return out
+"""
+TRAIN = """
+import torch
+from helpers import reduce_mean
+device = torch.device("mps")
+model = torch.nn.Linear(2, 2).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in loader:
+    loss = model(x.to(device)).sum()
+    loss.backward()
+    opt.step()
+    print(reduce_mean(loss, 2).item())
+"""
+OTHER = "import torch\nx = torch.zeros(1)\n"
+
+
+def test_a_changed_summary_rechecks_its_importers_and_nothing_else(tmp_path):
+    from mpslint.runner import Mode, run
+
+    write(tmp_path, {"helpers.py": HELPERS, "train.py": TRAIN, "other.py": OTHER})
+    files = [(str(tmp_path / name), name, Settings()) for name in ("helpers.py", "other.py", "train.py")]
+    cache_dir = tmp_path / "cache"
+
+    def checked():
+        results = run(files, Mode(), cache_dir=cache_dir, jobs=1)
+        return {r.display: (r.cached, [d.code for d in r.diagnostics]) for r in results}
+
+    assert checked()["train.py"] == (False, ["MPS201"])
+    assert all(cached for cached, _ in checked().values())
+    # A comment in the helper: its summary is the same, so its importer's findings still hold.
+    (tmp_path / "helpers.py").write_text(HELPERS + "# a note\n")
+    after_comment = checked()
+    assert after_comment["train.py"][0] and after_comment["other.py"][0] and not after_comment["helpers.py"][0]
+    # The helper now returns a Python number: train.py is checked again (and its finding goes), other.py is not.
+    (tmp_path / "helpers.py").write_text(HELPERS.replace("return out", "return float(out)"))
+    after_change = checked()
+    assert after_change["train.py"] == (False, [])
+    assert after_change["other.py"][0]
+
+
+def test_a_new_module_where_an_import_pointed_rechecks_the_importer(tmp_path):
+    from mpslint.runner import Mode, run
+
+    write(tmp_path, {"train.py": TRAIN})
+    files = [(str(tmp_path / "train.py"), "train.py", Settings())]
+    cache_dir = tmp_path / "cache"
+    assert run(files, Mode(), cache_dir=cache_dir, jobs=1)[0].diagnostics == []
+    write(tmp_path, {"helpers.py": HELPERS})
+    result = run(files, Mode(), cache_dir=cache_dir, jobs=1)[0]
+    assert not result.cached and [d.code for d in result.diagnostics] == ["MPS201"]

@@ -87,9 +87,14 @@ def shared() -> Project:
 
 
 def use_cache_dir(directory: Optional[str]) -> None:
-    """Keep summaries under the result cache's directory (the runner and its workers call this)."""
+    """Start afresh, keeping summaries under ``directory`` (the result cache's) when given.
+
+    The runner calls this once per run (and each worker once): files may have come and gone since the
+    last run of this process, and what was found on disk then is forgotten.
+    """
     global _SHARED
     _SHARED = Project(SummaryStore(directory))
+    layout.clear()
 
 
 class Lookup:
