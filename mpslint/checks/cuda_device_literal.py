@@ -105,7 +105,8 @@ class CudaDeviceLiteral(Rule):
         self.report(reported, message, fix=found)
 
     def _formatted(self, node: ast.AST) -> None:
-        """``"cuda:{}".format(local_rank)``, ``f"cuda:{rank}"`` placing something: one GPU per process."""
+        """``"cuda:{}".format(local_rank)``, ``f"cuda:{rank}"``, ``"cuda:%d" % rank`` placing something: one GPU
+        per process."""
         ctx = self.ctx
         value = node.value if type(node) is ast.Constant else None  # type: ignore[attr-defined]
         if not isinstance(value, str) or not value.startswith("cuda:"):
@@ -119,6 +120,8 @@ class CudaDeviceLiteral(Rule):
             expr = ctx.parent(parent)
             if type(expr) is not ast.Call:
                 return
+        elif type(parent) is ast.BinOp and type(parent.op) is ast.Mod and parent.left is node and "%" in value:  # type: ignore[attr-defined]
+            expr = parent
         else:
             return
         holder = ctx.parent(expr)
