@@ -849,6 +849,9 @@ class DeviceFlow:
         if name.startswith("torch."):
             if name.startswith(("torch.nn.", "torch.optim.", "torch.utils.")) and last[:1].isupper():
                 return Kind.UNKNOWN
+            if last in ("clip_grad_norm_", "clip_grad_norm") and args:
+                # The total norm is a tensor where the parameters are: a placed model's are on the device.
+                return Kind.DEVICE if self.kind(args[0]) in (Kind.MODULE, Kind.DEVICE) else Kind.UNKNOWN
             return self._combine(_arguments(call))
         root = name.split(".", 1)[0]
         if qualified is not None and qualified.split(".", 1)[0] in HOST_MODULES:
