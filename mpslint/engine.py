@@ -120,7 +120,7 @@ def _check_text(text: str, path: str, settings: Settings, prefilter: bool, apply
     if isinstance(module, Diagnostic):
         return CheckResult([module], parsed=False)
     classes = registry.classes_for(settings.select)
-    project = ProjectView(module, origin or path)
+    project = ProjectView(module, origin or path, text)
     if prefilter:
         # What names imported from the project stand for counts as text: `DTYPE` may be torch.float64.
         imported = project.words() if _IMPORTS.search(text) else ""

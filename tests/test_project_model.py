@@ -223,8 +223,13 @@ def test_import_cycles_terminate(tmp_path):
 
 def test_a_module_outside_the_project_is_what_its_name_says(tmp_path):
     write(tmp_path, {"m.py": "from torch import float64 as f64\nfrom os import path\n"})
-    view = view_of(tmp_path / "m.py")
-    assert view.qualified("f64") == "torch.float64"
+    from mpslint.analysis.names import ImportTable
+
+    module = ast.parse((tmp_path / "m.py").read_text())
+    table = ImportTable(module.body)
+    table.resolver = ProjectView(module, str(tmp_path / "m.py")).qualified
+    assert table.qualify(ast.Name(id="f64")) == "torch.float64"
+    assert table.qualify(ast.Name(id="path")) == "os.path"
 
 
 def test_summaries_are_computed_once_per_content(tmp_path):

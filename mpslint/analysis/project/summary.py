@@ -70,15 +70,32 @@ def summarize(module: ast.Module) -> ModuleSummary:
     return _Summarizer(module).summary
 
 
+_BLOCKS = ("body", "orelse", "finalbody")
+
+
 def _body_nodes(body: List[ast.stmt]):
-    """Every node of these statements, not entering nested functions, classes or lambdas."""
+    """Every statement of these blocks, nested blocks too, not entering functions or classes; a ``with``
+    statement's items follow it. Statements only: what binds a top-level name or a function's local, or
+    returns, is a statement (a walrus is not followed), and expressions are most of a tree's nodes."""
     stack: List[ast.AST] = list(reversed(body))
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, _SCOPES):
+        cls = type(node)
+        if cls in _SCOPES:
             continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        if cls is ast.With or cls is ast.AsyncWith:
+            yield from node.items  # type: ignore[attr-defined]
+        for field in _BLOCKS:
+            block = getattr(node, field, None)
+            if block:
+                stack.extend(reversed(block))
+        if cls is ast.Try or cls.__name__ == "TryStar":
+            for handler in reversed(node.handlers):  # type: ignore[attr-defined]
+                stack.extend(reversed(handler.body))
+        elif cls.__name__ == "Match":
+            for case in reversed(node.cases):  # type: ignore[attr-defined]
+                stack.extend(reversed(case.body))
 
 
 class _Summarizer:
@@ -170,6 +187,13 @@ class _Summarizer:
 
     def _read_aliases(self, module: ast.Module) -> None:
         """``X = torch.float64`` bound once in the file, and never a parameter or loop variable anywhere."""
+        candidates = {
+            name: values[0] for name, values in self.assignments.items()
+            if len(values) == 1 and type(values[0]) in (ast.Name, ast.Attribute) and name not in self.summary.imports
+            and self.table.qualify(values[0]) is not None  # type: ignore[arg-type]
+        }
+        if not candidates:
+            return  # most modules: no walk of the whole tree
         counts: Dict[str, int] = {}
         for node in ast.walk(module):
             cls = type(node)
@@ -179,12 +203,9 @@ class _Summarizer:
                 counts[node.arg] = counts.get(node.arg, 0) + 2  # type: ignore[attr-defined]
             elif cls in _FUNCTIONS or cls is ast.ClassDef:
                 counts[node.name] = counts.get(node.name, 0) + 2  # type: ignore[attr-defined]
-        for name, values in self.assignments.items():
-            if counts.get(name) != 1 or len(values) != 1 or values[0] is None or name in self.summary.imports:
-                continue
-            qualified = self.table.qualify(values[0])
-            if qualified is not None and type(values[0]) in (ast.Name, ast.Attribute):
-                self.summary.aliases[name] = qualified
+        for name, value in candidates.items():
+            if counts.get(name) == 1:
+                self.summary.aliases[name] = self.table.qualify(value)  # type: ignore[assignment]
 
     # ------------------------------------------------------------ facts
 
@@ -263,8 +284,6 @@ class _Summarizer:
                 _local_assign(local, node.target, None)  # type: ignore[attr-defined]
             elif cls is ast.withitem and node.optional_vars is not None:  # type: ignore[attr-defined]
                 _local_assign(local, node.optional_vars, None)  # type: ignore[attr-defined]
-            elif cls is ast.NamedExpr:
-                _local_assign(local, node.target, node.value)  # type: ignore[attr-defined]
         returned = [r for r in returns if not (r is None or (type(r) is ast.Constant and r.value is None))]  # type: ignore[attr-defined]
         if not returned:
             return None

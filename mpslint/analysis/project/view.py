@@ -31,9 +31,10 @@ _UNSET = object()
 
 
 class ProjectView:
-    def __init__(self, module: ast.Module, path: str) -> None:
+    def __init__(self, module: ast.Module, path: str, text: Optional[str] = None) -> None:
         self.module = module
         self.path = path
+        self.text = text  # the module's source, when known: its summary is then stored by content
         self.lookup = Lookup(shared())
         self._summary: Optional[ModuleSummary] = None
         self._here: Optional[ModuleRef] = None
@@ -47,7 +48,12 @@ class ProjectView:
     @property
     def summary(self) -> ModuleSummary:
         if self._summary is None:
-            self._summary = summarize(self.module)
+            if self.text is not None:
+                # Stored: a module checked before another imports it is not parsed again for that.
+                _, found = self.lookup.project.store.get(self.text.encode("utf-8", "surrogatepass"), self.module)
+                self._summary = found if found is not None else summarize(self.module)
+            else:
+                self._summary = summarize(self.module)
         return self._summary
 
     @property
@@ -62,11 +68,16 @@ class ProjectView:
         """What the names this file imports from the project stand for, as text for the prefilter.
 
         A rule is skipped when its trigger words are not in the file; a file whose
-        ``DTYPE`` is ``torch.float64`` in another module needs that word too.
+        ``DTYPE`` is ``torch.float64`` in another module needs that word too. Only
+        star imports and constant-like names are read here (``DTYPE``, ``DEVICE``,
+        ``compute_dtype``): reading every imported module before any rule asks
+        would parse much of a package for each file of a cold run.
         """
         summary = self.summary
         words = set()
         for name, entry in summary.imports.items():
+            if not _constant_like(name):
+                continue  # a function's facts matter where it is called, which the rules ask about
             if entry[0] == "from" and (entry[1] or entry[2].split(".", 1)[0] not in LIBRARIES):
                 words.update(_words(self.imported(name)))
         for level, module in summary.stars:
@@ -84,6 +95,9 @@ class ProjectView:
         found = self._imported.get(name, _UNSET)
         if found is _UNSET:
             found = None
+            if _class_like(name):
+                self._imported[name] = None
+                return None  # `BertModel`: no fact describes a class, and its module need not be read
             summary = self.summary
             if name in summary.imports:
                 found = self.lookup.imported(self.here, summary.imports[name], set())
@@ -97,7 +111,7 @@ class ProjectView:
         found = self._qualified.get(root, _UNSET)
         if found is _UNSET:
             found = self.summary.aliases.get(root)
-            if found is None:
+            if found is None and (root not in self.summary.imports or _constant_like(root) or root in MODULE_ALIASES):
                 resolved = self.imported(root)
                 if resolved is not None and resolved[0] == "alias":
                     found = resolved[1]
@@ -138,3 +152,17 @@ def _words(resolved: Optional[Resolved]) -> Tuple[str, ...]:
     if resolved is None or resolved[0] == "module":
         return ()
     return (str(resolved[1]),)
+
+
+# Local names a project module may give to a library (`from .common import torch, np`).
+MODULE_ALIASES = frozenset("torch np numpy nn F amp autocast GradScaler cuda dist".split())
+
+
+def _class_like(name: str) -> bool:
+    return name[:1].isupper() and not name.isupper()
+
+
+def _constant_like(name: str) -> bool:
+    """``DTYPE``, ``DEVICE``, ``compute_dtype``, ``gpu_device``: a name whose value may be a trigger word."""
+    low = name.lower()
+    return name.isupper() or any(word in low for word in ("dtype", "device", "cuda", "gpu", "float", "double"))
