@@ -124,6 +124,8 @@ class _Summarizer:
     def _read_top_level(self, module: ast.Module) -> None:
         summary = self.summary
         names: Set[str] = set()
+        self.unconditional = {id(statement.value) for statement in module.body  # type: ignore[attr-defined]
+                              if type(statement) is ast.Assign}
         for node in _body_nodes(module.body):
             cls = type(node)
             if cls is ast.Import or cls is ast.ImportFrom:
@@ -222,8 +224,9 @@ class _Summarizer:
         result = found[0]
         for other in found[1:]:
             result = facts.join(result, other)
-        if result is None and len(values) == 1 and type(values[0]) in (ast.Dict, ast.Call):
-            return _kwargs_fact(values[0], self.table)
+        if result is None and len(values) == 1 and type(values[0]) in (ast.Dict, ast.Call) \
+                and id(values[0]) in self.unconditional:
+            return _kwargs_fact(values[0], self.table)  # not under `if use_cuda:`: it pins for every device
         return result
 
     def _module_lookup(self, name: str) -> Optional[str]:

@@ -163,6 +163,6 @@ def _class_like(name: str) -> bool:
 
 
 def _constant_like(name: str) -> bool:
-    """``DTYPE``, ``DEVICE``, ``compute_dtype``, ``gpu_device``: a name whose value may be a trigger word."""
+    """``DTYPE``, ``DEVICE``, ``compute_dtype``, ``loader_kwargs``: a name whose value may hold a trigger word."""
     low = name.lower()
-    return name.isupper() or any(word in low for word in ("dtype", "device", "cuda", "gpu", "float", "double"))
+    return name.isupper() or any(word in low for word in ("dtype", "device", "cuda", "gpu", "float", "double", "kwargs"))
