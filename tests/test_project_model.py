@@ -340,3 +340,21 @@ def test_a_new_module_where_an_import_pointed_rechecks_the_importer(tmp_path):
     write(tmp_path, {"helpers.py": HELPERS})
     result = run(files, Mode(), cache_dir=cache_dir, jobs=1)[0]
     assert not result.cached and [d.code for d in result.diagnostics] == ["MPS201"]
+
+
+# ---------------------------------------------------------------- one file alone, and stdin, see the project
+
+
+@pytest.mark.parametrize("how", ["one file", "stdin"])
+def test_one_file_alone_and_stdin_read_the_modules_they_import(tmp_path, how, monkeypatch):
+    from click.testing import CliRunner
+
+    from mpslint.cli import main
+
+    write(tmp_path, {"helpers.py": HELPERS, "train.py": TRAIN})
+    monkeypatch.chdir(tmp_path)
+    if how == "one file":
+        result = CliRunner().invoke(main, ["--no-cache", "train.py"])
+    else:
+        result = CliRunner().invoke(main, ["--no-cache", "--stdin-filename", "train.py", "-"], input=TRAIN)
+    assert "train.py:11:11: MPS201" in result.output, result.output
