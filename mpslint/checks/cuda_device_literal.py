@@ -164,6 +164,9 @@ class CudaDeviceLiteral(Rule):
             name = dotted_name(call.func) or ""
             if keyword == "default" and name.endswith("add_argument") and self._device_option(call):
                 return node, lambda: self._fix_default(node, call)
+            if name == "getattr" and len(call.args) == 3 and call.args[2] is node \
+                    and "device" in (string_value(call.args[1]) or "").lower():
+                return node, lambda: None  # getattr(args, "device", "cuda"): CUDA unless the config says else
             return None
         if type(parent) in (ast.Assign, ast.AnnAssign) and parent.value is node:  # type: ignore[attr-defined]
             targets = parent.targets if type(parent) is ast.Assign else [parent.target]  # type: ignore[attr-defined]
