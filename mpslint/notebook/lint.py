@@ -48,6 +48,8 @@ class NotebookCheck:
     diagnostics: List[Diagnostic]  # located in cells
     in_program: List[Diagnostic]  # the program's own, for fixing
     broken: FrozenSet[int]  # cells left out of the program for a syntax error
+    # The project's module files the check read: path -> summary digest (kept with the cache entry).
+    depends: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -99,7 +101,7 @@ def check_sources(sources: Sequence[Tuple[int, str]], path: str, settings: Setti
     for d in in_program:
         diagnostics.append(d if d.code == INTERNAL_ERROR else program.to_cells(d))
     diagnostics.sort(key=Diagnostic.sort_key)
-    return NotebookCheck(program, diagnostics, in_program, frozenset(broken))
+    return NotebookCheck(program, diagnostics, in_program, frozenset(broken), dict(result.depends))
 
 
 def fix_sources(sources: Sequence[Tuple[int, str]], path: str, settings: Settings, *, unsafe: bool) -> NotebookFix:
@@ -179,7 +181,8 @@ def process_notebook(data: bytes, display: str, settings: Settings, mode: "Mode"
     sources = python_sources(notebook)
     settings = notebook_settings(settings)
     if not mode.fixing:
-        return FileResult(display, check_sources(sources, display, settings).diagnostics)
+        checked = check_sources(sources, display, settings)
+        return FileResult(display, checked.diagnostics, depends=checked.depends)
 
     outcome = fix_sources(sources, display, settings, unsafe=mode.unsafe)
     new_text = notebook.with_sources(outcome.sources) if outcome.fixed else text

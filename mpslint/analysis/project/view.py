@@ -48,7 +48,7 @@ class ProjectView:
     @property
     def summary(self) -> ModuleSummary:
         if self._summary is None:
-            if self.text is not None:
+            if self.text is not None and self.path.endswith(".py"):  # a notebook's program is imported by none
                 # Stored: a module checked before another imports it is not parsed again for that.
                 _, found = self.lookup.project.store.get(self.text.encode("utf-8", "surrogatepass"), self.module)
                 self._summary = found if found is not None else summarize(self.module)
