@@ -46,6 +46,7 @@ class Project:
     def __init__(self, store: Optional[SummaryStore] = None) -> None:
         self.store = store or SummaryStore()
         self._files: Dict[str, Tuple[Tuple[int, int], Optional[ModuleSummary]]] = {}
+        self._digests: Dict[str, str] = {}
         # Memos of one run: (search roots, dotted name) -> (module, files read); (file, name) -> resolution.
         self.modules: Dict[Tuple[Tuple[str, ...], str], Tuple[Optional[ModuleRef], Dict[str, str]]] = {}
         self.resolved: Dict[Tuple[str, str], "_Entry"] = {}
@@ -72,12 +73,18 @@ class Project:
         return summary
 
     def digest_at(self, path: str) -> str:
-        summary = self.summary_at(path)
-        return summary.digest if summary is not None else ABSENT
+        """The digest of the summary of the file at ``path`` as this run first found it (a run checks every
+        cached entry's dependencies: each file is read once, not once per importer)."""
+        found = self._digests.get(path)
+        if found is None:
+            summary = self.summary_at(path)
+            found = self._digests[path] = summary.digest if summary is not None else ABSENT
+        return found
 
     def forget(self) -> None:
         """Drop what was read (a long-lived process whose files change: the language server)."""
         self._files.clear()
+        self._digests.clear()
         self.modules.clear()
         self.resolved.clear()
         self.stars.clear()

@@ -57,7 +57,11 @@ class ModuleSummary:
 
     @property
     def digest(self) -> str:
-        return hashlib.blake2b(self.to_json().encode(), digest_size=12).hexdigest()
+        """A digest of what the summary says (computed once: a summary is not changed once made)."""
+        found = self.__dict__.get("_digest")
+        if found is None:
+            found = self.__dict__["_digest"] = hashlib.blake2b(self.to_json().encode(), digest_size=12).hexdigest()
+        return found
 
     def exported(self) -> List[str]:
         """The names ``from this import *`` binds."""
@@ -66,8 +70,10 @@ class ModuleSummary:
         return [name for name in self.names if not name.startswith("_")]
 
 
-def summarize(module: ast.Module) -> ModuleSummary:
-    return _Summarizer(module).summary
+def summarize(module: ast.Module, *, facts: bool = True) -> ModuleSummary:
+    """The module's summary; without ``facts``, only its names, imports and aliases (what resolving the
+    module's own imports needs: cheap, as no function body is read)."""
+    return _Summarizer(module, facts).summary
 
 
 _BLOCKS = ("body", "orelse", "finalbody")
@@ -86,8 +92,11 @@ def _body_nodes(body: List[ast.stmt]):
             continue
         if cls is ast.With or cls is ast.AsyncWith:
             yield from node.items  # type: ignore[attr-defined]
-        for field in _BLOCKS:
-            block = getattr(node, field, None)
+        if cls is ast.If and _type_checking(node.test):  # type: ignore[attr-defined]
+            stack.extend(reversed(node.orelse))  # type: ignore[attr-defined]
+            continue  # what only a type checker runs binds nothing at run time
+        for name in _BLOCKS:
+            block = getattr(node, name, None)
             if block:
                 stack.extend(reversed(block))
         if cls is ast.Try or cls.__name__ == "TryStar":
@@ -98,8 +107,12 @@ def _body_nodes(body: List[ast.stmt]):
                 stack.extend(reversed(case.body))
 
 
+def _type_checking(test: ast.AST) -> bool:
+    return dotted_name(test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+
+
 class _Summarizer:
-    def __init__(self, module: ast.Module) -> None:
+    def __init__(self, module: ast.Module, with_facts: bool = True) -> None:
         self.summary = ModuleSummary()
         self.table = ImportTable()
         self.assignments: Dict[str, List[Optional[ast.AST]]] = {}  # top-level name -> assigned values (None: unknown)
@@ -110,6 +123,8 @@ class _Summarizer:
         self._read_top_level(module)
         self._read_aliases(module)
         summary = self.summary
+        if not with_facts:
+            return
         for name in sorted(self.assignments):
             fact = self.value(name)
             if fact is not None:

@@ -19,8 +19,9 @@ cache keeps with the file's findings.
 from __future__ import annotations
 
 import ast
+import builtins
 import os
-from typing import Dict, Optional, Tuple
+from typing import Dict, FrozenSet, Optional, Tuple
 
 from mpslint.analysis.names import LIBRARIES
 from mpslint.analysis.project.layout import absolute
@@ -37,9 +38,11 @@ class ProjectView:
         self.text = text  # the module's source, when known: its summary is then stored by content
         self.lookup = Lookup(shared())
         self._summary: Optional[ModuleSummary] = None
+        self._header: Optional[ModuleSummary] = None
         self._here: Optional[ModuleRef] = None
         self._qualified: Dict[str, Optional[str]] = {}
         self._imported: Dict[str, Optional[Resolved]] = {}
+        self._bound: Optional[FrozenSet[str]] = None
 
     @property
     def depends(self) -> Dict[str, str]:
@@ -57,12 +60,35 @@ class ProjectView:
         return self._summary
 
     @property
+    def header(self) -> ModuleSummary:
+        """The file's names, imports and aliases: all that resolving its imports needs (no function is read)."""
+        if self._header is None:
+            self._header = self._summary if self._summary is not None else summarize(self.module, facts=False)
+        return self._header
+
+    @property
     def here(self) -> ModuleRef:
         if self._here is None:
             path = os.path.abspath(self.path or "-")
             dotted, is_package, roots = roots_of(path)
-            self._here = ModuleRef(path, dotted, is_package, roots, self.summary)
+            self._here = ModuleRef(path, dotted, is_package, roots, self.header)
         return self._here
+
+    @property
+    def bound(self) -> FrozenSet[str]:
+        """Every name the file binds anywhere (assigned, a parameter, defined): a star import does not bind it."""
+        if self._bound is None:
+            names = set()
+            for node in ast.walk(self.module):
+                cls = type(node)
+                if cls is ast.Name and type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+                    names.add(node.id)  # type: ignore[attr-defined]
+                elif cls is ast.arg:
+                    names.add(node.arg)  # type: ignore[attr-defined]
+                elif cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                    names.add(node.name)  # type: ignore[attr-defined]
+            self._bound = frozenset(names)
+        return self._bound
 
     def words(self) -> str:
         """What the names this file imports from the project stand for, as text for the prefilter.
@@ -73,7 +99,7 @@ class ProjectView:
         ``compute_dtype``): reading every imported module before any rule asks
         would parse much of a package for each file of a cold run.
         """
-        summary = self.summary
+        summary = self.header
         words = set()
         for name, entry in summary.imports.items():
             if not _constant_like(name):
@@ -84,8 +110,11 @@ class ProjectView:
             dotted = absolute(self.here.dotted, self.here.is_package, level, module)
             target = self.lookup.module(dotted, self.here.roots) if dotted else None
             if target is not None:
-                for name in target.summary.exported():
-                    words.update(_words(self.lookup.name(target, name)))
+                # What the module itself binds (not what it re-exports through its own stars: that would
+                # read a package's every module for each file that star-imports its top).
+                exported = set(target.summary.exported())
+                words.update(v for k, v in target.summary.aliases.items() if k in exported)
+                words.update(v for k, v in target.summary.values.items() if k in exported)
             elif not level:
                 words.add(module)
         return " ".join(sorted(words))
@@ -98,7 +127,7 @@ class ProjectView:
             if _class_like(name):
                 self._imported[name] = None
                 return None  # `BertModel`: no fact describes a class, and its module need not be read
-            summary = self.summary
+            summary = self.header
             if name in summary.imports:
                 found = self.lookup.imported(self.here, summary.imports[name], set())
             elif name not in summary.names and summary.stars:
@@ -110,8 +139,11 @@ class ProjectView:
         """The qualified name ``root`` stands for, where the file's own imports do not say it."""
         found = self._qualified.get(root, _UNSET)
         if found is _UNSET:
-            found = self.summary.aliases.get(root)
-            if found is None and (root not in self.summary.imports or _constant_like(root) or root in MODULE_ALIASES):
+            found = self.header.aliases.get(root)
+            imported = root in self.header.imports
+            # A name no import binds can come only from a star import (and is bound nowhere in the file).
+            free = not imported and bool(self.header.stars) and root not in BUILTINS and root not in self.bound
+            if found is None and (free or (imported and (_constant_like(root) or root in MODULE_ALIASES))):
                 resolved = self.imported(root)
                 if resolved is not None and resolved[0] == "alias":
                     found = resolved[1]
@@ -154,6 +186,7 @@ def _words(resolved: Optional[Resolved]) -> Tuple[str, ...]:
     return (str(resolved[1]),)
 
 
+BUILTINS = frozenset(dir(builtins))
 # Local names a project module may give to a library (`from .common import torch, np`).
 MODULE_ALIASES = frozenset("torch np numpy nn F amp autocast GradScaler cuda dist".split())
 
