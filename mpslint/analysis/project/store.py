@@ -71,7 +71,10 @@ class SummaryStore:
             return None
         try:
             with open(path, "r", encoding="utf-8") as handle:
-                return ModuleSummary.from_json(handle.read())
+                digest, _, text = handle.read().partition("\n")
+            summary = ModuleSummary.from_json(text)
+            summary.__dict__["_digest"] = digest  # written with it: a warm run need not serialize it again
+            return summary
         except Exception:  # missing, corrupt or of another format: computed again
             return None
 
@@ -83,7 +86,7 @@ class SummaryStore:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             fd, temp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(summary.to_json())
+                handle.write(summary.digest + "\n" + summary.to_json())
             os.replace(temp, path)
         except Exception:  # a read-only or full disk costs speed, never the run
             pass
