@@ -358,3 +358,28 @@ def test_one_file_alone_and_stdin_read_the_modules_they_import(tmp_path, how, mo
     else:
         result = CliRunner().invoke(main, ["--no-cache", "--stdin-filename", "train.py", "-"], input=TRAIN)
     assert "train.py:11:11: MPS201" in result.output, result.output
+
+
+def test_imports_for_type_checkers_bind_nothing():
+    summary = summary_of(
+        """
+        from typing import TYPE_CHECKING
+        if TYPE_CHECKING:
+            from .heavy import *
+            from .models import Model
+        else:
+            from .light import fast
+        """
+    )
+    assert summary.stars == [] and "Model" not in summary.imports and "fast" in summary.imports
+
+
+def test_a_star_import_does_not_answer_for_a_name_the_file_binds(tmp_path):
+    write(tmp_path, {
+        "common.py": "import torch\ndtype = torch.float64\n",
+        "user.py": "from common import *\ndef cast(x, dtype):\n    return x.to(dtype)\n",
+    })
+    view = view_of(tmp_path / "user.py")
+    assert view.qualified("dtype") is None  # a parameter here, whatever common.py binds
+    assert view.qualified("torch") == "torch"
+    assert view.qualified("print") is None
