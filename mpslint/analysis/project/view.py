@@ -95,14 +95,14 @@ class ProjectView:
 
         A rule is skipped when its trigger words are not in the file; a file whose
         ``DTYPE`` is ``torch.float64`` in another module needs that word too. Only
-        star imports and constant-like names are read here (``DTYPE``, ``DEVICE``,
-        ``compute_dtype``): reading every imported module before any rule asks
-        would parse much of a package for each file of a cold run.
+        star imports and names of settings are read here (``DTYPE``, ``DEVICE``,
+        ``compute_dtype``, ``loader_kwargs``): reading every imported module before
+        any rule asks would parse much of a package for each file of a cold run.
         """
         summary = self.header
         words = set()
         for name, entry in summary.imports.items():
-            if not _constant_like(name):
+            if not _names_a_setting(name):
                 continue  # a function's facts matter where it is called, which the rules ask about
             if entry[0] == "from" and (entry[1] or entry[2].split(".", 1)[0] not in LIBRARIES):
                 words.update(_words(self.imported(name)))
@@ -195,7 +195,15 @@ def _class_like(name: str) -> bool:
     return name[:1].isupper() and not name.isupper()
 
 
-def _constant_like(name: str) -> bool:
+SETTING_WORDS = ("dtype", "device", "cuda", "gpu", "float", "double", "kwargs")
+
+
+def _names_a_setting(name: str) -> bool:
     """``DTYPE``, ``DEVICE``, ``compute_dtype``, ``loader_kwargs``: a name whose value may hold a trigger word."""
     low = name.lower()
-    return name.isupper() or any(word in low for word in ("dtype", "device", "cuda", "gpu", "float", "double", "kwargs"))
+    return any(word in low for word in SETTING_WORDS)
+
+
+def _constant_like(name: str) -> bool:
+    """A setting, or a module-level constant (``EPS``, ``NOISE``): what an alias or a value may be."""
+    return name.isupper() or _names_a_setting(name)
