@@ -25,6 +25,10 @@ NUMPY_FLOAT64 = frozenset(
 )
 
 
+# A numpy random generator's methods that make float64 unless told a dtype.
+RANDOM_FLOAT64 = frozenset("rand randn random random_sample normal uniform standard_normal".split())
+NUMPY_GENERATORS = frozenset(("numpy.random.RandomState", "numpy.random.default_rng", "numpy.random.Generator"))
+
 FROM_ARRAY = frozenset(("torch.from_numpy", "torch.tensor", "torch.as_tensor", "torch.asarray"))
 
 
@@ -208,6 +212,20 @@ class Float64ToDevice(Rule):
             return False
         if method_name(array) == "astype" and first is not None:
             return bool(FLOAT64_DTYPE.search(self.ctx.text(first)))
+        if method_name(array) in RANDOM_FLOAT64 and self._numpy_generator(array.func.value):  # type: ignore[attr-defined]
+            return True  # np.random.RandomState(seed).randn(...), rng.standard_normal(...)
+        return False
+
+    def _numpy_generator(self, receiver: ast.AST, depth: int = 0) -> bool:
+        """``np.random.RandomState(s)`` / ``np.random.default_rng(s)``, directly or through a name."""
+        if type(receiver) is ast.Call:
+            return self.ctx.qualify(receiver.func) in NUMPY_GENERATORS  # type: ignore[attr-defined]
+        if type(receiver) is ast.Name and depth < 4:
+            bindings = self.flow.visible(receiver.id, receiver)  # type: ignore[attr-defined]
+            return bool(bindings) and all(
+                b.how == "assign" and not b.path and b.value is not None and self._numpy_generator(b.value, depth + 1)
+                for b in bindings
+            )
         return False
 
     def _report(self, node: ast.AST, what: str, fix: Optional[FixSpec]) -> None:
