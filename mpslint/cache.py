@@ -2,7 +2,11 @@
 
 An entry is keyed by a digest of (mpslint's version and code, the effective
 settings, the file's path as reported, the file's bytes) and holds the
-file's diagnostics, fixes included, as JSON.
+file's diagnostics, fixes included, as JSON, with the module files of the
+project its check read (``analysis/project``): path -> digest of their
+summary. An entry is served only while each of those digests is unchanged, so
+editing ``utils.py`` re-checks the files that asked about it (and only if
+what its summary says changed), not the world.
 
 Why the content and not (mtime, size): mtimes are coarse on some file
 systems and an edit that keeps the size within one tick would be served stale
@@ -24,7 +28,7 @@ import os
 import tempfile
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from mpslint import __version__
 from mpslint.config import Settings
@@ -107,15 +111,26 @@ class Cache:
         digest.update(data)
         return digest.hexdigest()
 
+    @property
+    def summaries(self) -> str:
+        """Where module summaries go: beside this code's entries, so a new mpslint never reads old ones."""
+        return str(self.entries)
+
     def _entry(self, key: str) -> Path:
         return self.entries / key[:2] / f"{key[2:]}.json"
 
-    def get(self, key: str) -> Optional[List[Diagnostic]]:
+    def get(self, key: str, current: Optional[Callable[[str], str]] = None) -> Optional[List[Diagnostic]]:
+        """The entry's diagnostics; with ``current`` (path -> digest of its summary now), only while every
+        module file the entry depends on still has the digest it had."""
         try:
             with open(self._entry(key), "rb") as handle:
                 payload = json.loads(handle.read())
             if payload.get("key") != key:
                 raise ValueError("entry for another key")
+            depends = payload.get("depends") or {}
+            if depends and (current is None or any(current(path) != digest for path, digest in depends.items())):
+                self.misses += 1
+                return None
             result = [diagnostic_from_json(d) for d in payload["diagnostics"]]
         except FileNotFoundError:
             self.misses += 1
@@ -126,12 +141,14 @@ class Cache:
         self.hits += 1
         return result
 
-    def put(self, key: str, diagnostics: Sequence[Diagnostic]) -> None:
+    def put(self, key: str, diagnostics: Sequence[Diagnostic], depends: Optional[Dict[str, str]] = None) -> None:
         try:
             self._prepare()
             target = self._entry(key)
             target.parent.mkdir(exist_ok=True)
             payload = {"key": key, "diagnostics": [diagnostic_to_json(d) for d in diagnostics]}
+            if depends:
+                payload["depends"] = dict(sorted(depends.items()))
             _atomic_write(target, json.dumps(payload, separators=(",", ":")).encode("utf-8"))
         except Exception:
             pass  # a read-only or full disk costs speed, never the run

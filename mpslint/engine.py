@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from mpslint import registry
+from mpslint.analysis.project.view import ProjectView
 from mpslint.analysis.tree import Tree
 from mpslint.checks.base import Context, Report, Rule, RuleClass
 from mpslint.fixes.edits import FixSpec, NodeEdit
@@ -45,6 +46,8 @@ class CheckResult:
     diagnostics: List[Diagnostic] = field(default_factory=list)
     parsed: bool = True  # False when the file is MPS000
     skipped: bool = False  # the prefilter decided no selected rule can fire
+    # The project's module files the result depends on: path -> digest of their summary (analysis/project).
+    depends: Dict[str, str] = field(default_factory=dict)
 
 
 _GROUPS: Dict[RuleClass, Tuple[Tuple[str, ...], ...]] = {}
@@ -84,9 +87,12 @@ def check_text(
     *,
     prefilter: bool = True,
     apply_noqa: bool = True,
+    origin: Optional[str] = None,
 ) -> CheckResult:
+    """Check ``text``, reported as ``path``; ``origin`` is the file it was read from when ``path`` (a path as
+    displayed) does not lead to it: the project model finds the modules it imports from there."""
     with _collector_paused():
-        return _check_text(text, path, settings, prefilter, apply_noqa)
+        return _check_text(text, path, settings, prefilter, apply_noqa, origin)
 
 
 @contextmanager
@@ -108,16 +114,25 @@ def _collector_paused():
         gc.enable()
 
 
-def _check_text(text: str, path: str, settings: Settings, prefilter: bool, apply_noqa: bool) -> CheckResult:
+def _check_text(text: str, path: str, settings: Settings, prefilter: bool, apply_noqa: bool,
+                origin: Optional[str] = None) -> CheckResult:
     module = parse(text, path)
     if isinstance(module, Diagnostic):
         return CheckResult([module], parsed=False)
     classes = registry.classes_for(settings.select)
+    project = ProjectView(module, origin or path, text)
     if prefilter:
-        classes = rules_for_text(text, classes)
+        # What names imported from the project stand for counts as text: `DTYPE` may be torch.float64.
+        imported = project.words() if _IMPORTS.search(text) else ""
+        classes = rules_for_text(f"{text}\n{imported}" if imported else text, classes)
     if not classes:
-        return CheckResult(skipped=True)
-    return CheckResult(check_module(module, text, path, settings, classes, apply_noqa=apply_noqa))
+        return CheckResult(skipped=True, depends=project.depends)
+    diagnostics = check_module(module, text, path, settings, classes, apply_noqa=apply_noqa, project=project)
+    return CheckResult(diagnostics, depends=project.depends)
+
+
+# `from M import name` and `from M import *`: the imports whose names the project model may know.
+_IMPORTS = re.compile(r"^[ \t]*from[ \t]", re.MULTILINE)
 
 
 # The name ``compile`` gets: no file of this name exists, so positions come from the text itself.
@@ -169,9 +184,10 @@ def check_module(
     classes: Sequence[RuleClass],
     *,
     apply_noqa: bool = True,
+    project: Optional[ProjectView] = None,
 ) -> List[Diagnostic]:
     tree = Tree(module, text)
-    ctx = Context(tree, path, settings)
+    ctx = Context(tree, path, settings, project)
     dispatcher = _Dispatcher(ctx, classes)
     try:
         dispatcher.run()

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import importlib
 from functools import lru_cache
-from typing import TYPE_CHECKING, Dict, FrozenSet, List, Tuple
+from typing import Dict, FrozenSet, List, Tuple
 
 from mpslint import catalog
 
-if TYPE_CHECKING:
-    from mpslint.checks.base import RuleClass
+# A rule class is a subclass of ``mpslint.checks.base.Rule``. It is named here by ``type`` only:
+# the rules import the configuration, which asks this module for the codes, so even a type-only
+# import of ``checks.base`` would close a circle (config -> registry -> checks.base -> config).
+RuleClass = type
 
 # The shipped rules are the catalog's pages. Tests swap FAMILIES for modules of
 # their own, each defining RULES = [RuleClass, ...] with CODE and NAME set.
@@ -48,8 +50,8 @@ CATALOG, ENGINE_CODES, CHECKS = _read_catalog()
 
 
 @lru_cache(maxsize=None)
-def rule_classes() -> Tuple["RuleClass", ...]:
-    classes: List["RuleClass"] = []
+def rule_classes() -> Tuple[RuleClass, ...]:
+    classes: List[RuleClass] = []
     if FAMILIES == SHIPPED:
         for code, check in CHECKS.items():
             module, _, name = check.partition(":")
@@ -90,5 +92,5 @@ def name_of(code: str) -> str:
     return _names().get(code, code.lower())
 
 
-def classes_for(codes: FrozenSet[str]) -> Tuple["RuleClass", ...]:
+def classes_for(codes: FrozenSet[str]) -> Tuple[RuleClass, ...]:
     return tuple(cls for cls in rule_classes() if cls.CODE in codes)

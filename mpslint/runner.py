@@ -27,43 +27,17 @@ not fatal: the remaining files run in this process.
 from __future__ import annotations
 
 import os
-from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from mpslint.config import Settings
-from mpslint.diagnostic import IO_ERROR, Diagnostic, io_error
+from mpslint.diagnostic import IO_ERROR, io_error
+from mpslint.results import FileResult, Mode
+from mpslint.writing import read_file, unified_diff, write_atomic, write_fixed  # noqa: F401 (write_atomic: API)
 
 # Files left to check (after cache hits) below which no worker is spawned: see the module docstring.
 POOL_THRESHOLD = 60
-
-
-@dataclass(frozen=True)
-class Mode:
-    fix: bool = False  # write fixed files
-    diff: bool = False  # compute the fix, write nothing, return a unified diff
-    unsafe: bool = False
-    # The real paths of the paths checked: a fix is written only to a file under one of them, unless the
-    # file's settings follow symlinks. None: anywhere (stdin, the server, the API).
-    roots: Optional[Tuple[str, ...]] = None
-
-    @property
-    def fixing(self) -> bool:
-        return self.fix or self.diff
-
-
-@dataclass
-class FileResult:
-    display: str
-    diagnostics: List[Diagnostic] = field(default_factory=list)  # remaining after fixing
-    fixed: Counter = field(default_factory=Counter)  # code -> fixes applied
-    error: Optional[str] = None  # the file could not be checked (an internal error) or its fix not written
-    detail: Optional[str] = None  # the traceback of an internal error (shown with --verbose)
-    warning: Optional[str] = None  # fixing stopped early (the fixer's own message)
-    diff: Optional[str] = None
-    text: Optional[str] = None  # the fixed text, for stdin
-    cached: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,6 +70,7 @@ def run(
         from mpslint.cache import Cache
 
         cache = Cache(cache_dir)
+    _share_summaries(cache)
     results: List[Optional[FileResult]] = [None] * len(tasks)
     pending: List[int] = []
     read: Dict[int, bytes] = {}  # the bytes of missed files, kept while they may be checked in this process
@@ -138,7 +113,7 @@ def _look_up(task: Task, settings: Settings, cache):
     except OSError:
         return None
     key = cache.key(data, task.display, settings)
-    diagnostics = cache.get(key)
+    diagnostics = cache.get(key, _current_digest)
     if diagnostics is None:
         return data, key
     return FileResult(task.display, diagnostics, cached=True)
@@ -200,6 +175,7 @@ class _State:
             from mpslint.cache import Cache
 
             self.cache = Cache(cache_dir)
+            _share_summaries(self.cache)
 
     def process(self, task: Task, data: Optional[bytes] = None) -> FileResult:
         settings = self.table[task.settings]
@@ -298,24 +274,6 @@ def _work(task: Task) -> FileResult:
     return _WORKER.process(task)
 
 
-def read_file(path: str) -> bytes:
-    """A regular file's bytes; anything else (a FIFO, a device) is an error instead of a read that never ends."""
-    import stat
-
-    # O_NONBLOCK: opening a FIFO without a writer would otherwise block before we can look at what it is.
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    try:
-        mode = os.fstat(fd).st_mode
-    except BaseException:
-        os.close(fd)
-        raise
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise OSError(0, "is a directory" if stat.S_ISDIR(mode) else "not a regular file")
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
-
-
 def process_file(
     path: str,
     display: str,
@@ -343,13 +301,28 @@ def process_file(
     key = None
     if cache is not None and not mode.fixing:
         key = known or cache.key(data, display, settings)
-        hit = cache.get(key) if key != missed else None
+        hit = cache.get(key, _current_digest) if key != missed else None
         if hit is not None:
             return FileResult(display, hit, cached=True)
     result = process_bytes_safely(data, display, settings, mode, target=path)
     if key is not None and result.error is None and not _unreadable(result):
-        cache.put(key, result.diagnostics)
+        cache.put(key, result.diagnostics, result.depends)
     return result
+
+
+def _share_summaries(cache) -> None:
+    """A fresh project model for this run; with a cache, module summaries live beside its entries, so
+    workers and later runs read them instead of parsing."""
+    from mpslint.analysis.project import model
+
+    model.use_cache_dir(cache.summaries if cache is not None else None)
+
+
+def _current_digest(path: str) -> str:
+    """What the summary of a module file a cached result depends on is now (``analysis/project``)."""
+    from mpslint.analysis.project import model
+
+    return model.shared().digest_at(path)
 
 
 def _unreadable(result: FileResult) -> bool:
@@ -389,7 +362,8 @@ def process_bytes(data: bytes, display: str, settings: Settings, mode: Mode, *, 
     if not mode.fixing:
         from mpslint.engine import check_text
 
-        return FileResult(display, check_text(source.text, display, settings).diagnostics)
+        checked = check_text(source.text, display, settings, origin=target)
+        return FileResult(display, checked.diagnostics, depends=checked.depends)
 
     from mpslint.fixer import fix_text
 
@@ -406,91 +380,3 @@ def process_bytes(data: bytes, display: str, settings: Settings, mode: Mode, *, 
             return FileResult(display, outcome.found, error=f"cannot write the fixed file: {exc}")
         return write_fixed(target, encoded, data, result, outcome.found, settings, mode)
     return result
-
-
-def write_fixed(
-    target: str, data: bytes, expected: bytes, result: FileResult, found: List[Diagnostic], settings: Settings, mode: Mode
-) -> FileResult:
-    """Write a fixed file, or return what is true instead: nothing was fixed, and ``found`` remains.
-
-    A file that is read-only, or a link to a file outside the paths checked, is not
-    written: an MPS001 finding says why (a read-only file is one its owner meant to keep
-    as it is; renaming over it would still work, since only the directory needs to be
-    writable). A write that fails is an error, and the findings still count as remaining.
-    """
-    refusal = _why_not_written(target, settings, mode)
-    if refusal is not None:
-        return FileResult(result.display, [*found, io_error(result.display, refusal)])
-    try:
-        write_atomic(target, data, expected=expected)
-    except OSError as exc:
-        return FileResult(result.display, found, error=f"cannot write the fixed file: {exc.strerror or exc}")
-    return result
-
-
-def _why_not_written(target: str, settings: Settings, mode: Mode) -> Optional[str]:
-    try:
-        real = os.path.realpath(target)
-        st = os.stat(real)
-    except OSError:
-        return None  # write_atomic reports it
-    if mode.roots is not None and not settings.follow_symlinks and not _under(real, mode.roots):
-        return (f"not fixed: a symbolic link leads to {real}, outside the paths checked "
-                "(--follow-symlinks, or follow-symlinks = true, writes there)")
-    if not st.st_mode & 0o222 or not os.access(real, os.W_OK):
-        return "not fixed: the file is read-only (make it writable to apply the fixes)"
-    return None
-
-
-def _under(path: str, roots: Sequence[str]) -> bool:
-    for root in roots:
-        if path == root or path.startswith(os.path.join(root, "")):
-            return True
-    return False
-
-
-def write_atomic(path: str, data: bytes, *, expected: Optional[bytes] = None) -> None:
-    """Replace the file's content in one step, keeping its permissions (and owner, when allowed).
-
-    A symlink is followed: the file it points to is rewritten, the link stays. With ``expected``
-    (the bytes the fix was computed from), a file that changed on disk meanwhile (an editor saved
-    it) is left alone: writing would silently discard that edit.
-    """
-    import tempfile
-
-    target = os.path.realpath(path)
-    st = os.stat(target)
-    directory = os.path.dirname(target) or "."
-    fd, temp = tempfile.mkstemp(prefix=".mpslint-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, st.st_mode & 0o7777)
-        if hasattr(os, "chown"):
-            try:
-                os.chown(temp, st.st_uid, st.st_gid)
-            except OSError:
-                pass  # not ours to give away; the content still gets written
-        if expected is not None and read_file(target) != expected:
-            raise OSError(0, "the file changed on disk while it was being fixed; it was left as it is")
-        os.replace(temp, target)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
-
-
-def unified_diff(before: str, after: str, display: str) -> str:
-    import difflib
-
-    def lines(text: str) -> List[str]:
-        split = text.splitlines(keepends=True)
-        if split and not split[-1].endswith(("\n", "\r")):
-            split[-1] += "\n\\ No newline at end of file\n"
-        return split
-
-    return "".join(difflib.unified_diff(lines(before), lines(after), fromfile=display, tofile=display))

@@ -214,7 +214,7 @@ class _Counting:
         real_read, real_key, real_get = runner.read_file, cache_module.Cache.key, cache_module.Cache.get
         monkeypatch.setattr(runner, "read_file", lambda path: self.reads.append(path) or real_read(path))
         monkeypatch.setattr(cache_module.Cache, "key", lambda c, data, *a: self.keys.append(data) or real_key(c, data, *a))
-        monkeypatch.setattr(cache_module.Cache, "get", lambda c, key: self.gets.append(key) or real_get(c, key))
+        monkeypatch.setattr(cache_module.Cache, "get", lambda c, key, *a: self.gets.append(key) or real_get(c, key, *a))
 
 
 def test_a_cold_run_reads_hashes_and_looks_up_each_file_once(tmp_path, monkeypatch):

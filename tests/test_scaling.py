@@ -59,6 +59,54 @@ def steps(text: str, monkeypatch) -> int:
     return count[0]
 
 
+# --------------------------------------------------------------- import graphs
+
+
+def chain(n: int) -> dict:
+    """m0 star-imports m1, which star-imports m2, ...: the dtype is defined at the far end."""
+    files = {"pkg/__init__.py": ""}
+    for i in range(n):
+        head = f"from .m{i + 1} import *\n" if i < n - 1 else "import torch\nDTYPE = torch.float64\n"
+        files[f"pkg/m{i}.py"] = head + f"x{i} = torch.zeros(3, dtype=DTYPE, device='cuda')\n"
+    return files
+
+
+def star(n: int) -> dict:
+    """One hub star-imports n leaves; n users star-import the hub, each using one leaf's dtype."""
+    files = {"pkg/__init__.py": "", "pkg/hub.py": "".join(f"from .leaf{i} import *\n" for i in range(n))}
+    for i in range(n):
+        files[f"pkg/leaf{i}.py"] = f"import torch\nVALUE_{i} = torch.float64\n"
+        files[f"pkg/user{i}.py"] = f"from .hub import *\nx = torch.zeros(1, dtype=VALUE_{i}, device='cuda')\n"
+    return files
+
+
+GRAPHS = {"chain": (chain, 12), "star": (star, 12)}
+
+
+def project_steps(root: Path, files: dict) -> int:
+    """Resolutions made or reused plus summaries computed, checking every module of the project once."""
+    from mpslint.analysis.project import model
+    from mpslint.runner import Mode, run
+
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    tasks = [(str(root / name), name, Settings()) for name in sorted(files)]
+    results = run(tasks, Mode(), jobs=1)
+    assert not any(r.error for r in results)
+    project = model.shared()
+    return project.steps + project.store.computed
+
+
+@pytest.mark.parametrize("graph", sorted(GRAPHS))
+def test_an_import_graph_costs_linear_steps(graph, tmp_path):
+    make, size = GRAPHS[graph]
+    small = project_steps(tmp_path / "small", make(size))
+    large = project_steps(tmp_path / "large", make(4 * size))
+    assert small > size  # the counter counts: every module asked the model something
+    assert large <= 5 * small, (small, large)
+
+
 def test_every_benchmark_shape_is_counted():
     assert set(SIZES) == set(SHAPES)
 

@@ -571,3 +571,27 @@ async def test_a_client_that_pulls_diagnostics_gets_them_once_and_only_by_pullin
         )
         assert list(report.items) == [] and version == 2
         assert session.publications(uri) == 0
+
+
+@run_async
+async def test_saving_a_helper_module_republishes_the_files_that_read_it(tmp_path):
+    helpers = tmp_path / "helpers.py"
+    helpers.write_text("def reduce_mean(t, n):\n    return float(t) / n\n")
+    train = tmp_path / "train.py"
+    train.write_text(
+        "import torch\nfrom helpers import reduce_mean\ndevice = torch.device('mps')\n"
+        "model = torch.nn.Linear(2, 2).to(device)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n    opt.step()\n"
+        "    print(reduce_mean(loss, 2).item())\n"
+    )
+    async with Session(tmp_path) as session:
+        train_uri = session.open(train)
+        assert codes(await session.diagnostics(train_uri)) == []
+        helpers_uri = session.open(helpers)
+        await session.diagnostics(helpers_uri)
+        count = session.publications(train_uri)
+        session.replace_all(helpers_uri, "def reduce_mean(t, n):\n    out = t.clone()\n    out /= n\n    return out\n")
+        helpers.write_text(session.texts[helpers_uri])
+        session.save(helpers_uri)
+        await session.wait_until(lambda: session.publications(train_uri) > count, "train.py published again")
+        assert codes(list(session.published[train_uri][-1].diagnostics)) == ["MPS201"]

@@ -28,6 +28,7 @@ import bisect
 import re
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
+from mpslint.analysis.project import facts
 from mpslint.analysis.syntax import bool_sides, dotted_name, string_value
 from mpslint.analysis.tree import Tree
 
@@ -133,6 +134,8 @@ class CudaContext:
                     return DEVICE
             if name.startswith("torch.cuda."):
                 return AVAILABILITY  # torch.cuda.is_bf16_supported(), ...
+            if type(func) is ast.Name and self.ctx.project.function(func.id) == facts.CUDA_FLAG:  # type: ignore[attr-defined]
+                return AVAILABILITY  # a helper (here or imported) that returns torch.cuda.is_available()
             return None
         if cls is ast.Attribute and test.attr == "is_cuda":  # type: ignore[attr-defined]
             return DEVICE

@@ -246,6 +246,8 @@ class HotLoops:
             loader = type(node) in _FOR and self._iterates_loader(node.iter)  # type: ignore[attr-defined]
             if not kinds and not loader:
                 continue
+            if _first_pass_only(node):
+                continue  # `for batch in loader: ...; return out`: one batch, not every step
             if "train" in kinds:
                 label = "training loop"
             elif "forward" in kinds or self.flow.under_no_grad(node):
@@ -300,6 +302,11 @@ class HotLoops:
                         changed = True
             if not changed:
                 break
+
+
+def _first_pass_only(loop: ast.AST) -> bool:
+    """The loop's body ends every pass with ``return``, ``break`` or ``raise``: it runs at most once."""
+    return any(type(statement) in (ast.Return, ast.Break, ast.Raise) for statement in loop.body)  # type: ignore[attr-defined]
 
 
 def _in_field(tree: Tree, child: ast.AST, parent: ast.AST, field: str) -> bool:

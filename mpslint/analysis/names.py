@@ -7,12 +7,17 @@ substitution. Bindings are flow-insensitive: an import anywhere in the module
 (top level, ``try``/``if`` blocks, function bodies) counts everywhere, later
 imports of a name winning. Imports of torch are never shadowed in real code,
 and a scope analysis would cost far more than it would ever change.
+
+Names the file's own imports cannot qualify (bound by a star import, by an
+import from a module of the checked project, or an alias such as
+``DTYPE = torch.float64``) are asked of ``resolver`` (the project model,
+``analysis/project``), once per name.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterable, Optional
+from typing import Callable, Dict, Iterable, Optional, Set
 
 from mpslint.analysis.syntax import dotted_name
 
@@ -28,11 +33,22 @@ def qualify_dotted(raw: Optional[str], bindings: Dict[str, str]) -> Optional[str
     return f"{target}.{rest}" if rest else target
 
 
+# Packages no checked project defines: a name imported from them needs no project lookup.
+LIBRARIES = frozenset(
+    "torch numpy torchvision torchaudio transformers accelerate os sys math random time re json typing "
+    "collections functools itertools dataclasses pathlib logging argparse abc contextlib".split()
+)
+
+
 class ImportTable:
     """Local name -> fully qualified module path (or object path)."""
 
     def __init__(self, imports: Iterable[ast.AST] = ()) -> None:
         self.bindings: Dict[str, str] = {}
+        # The project model, for names the imports cannot qualify; `deferred`: names bound by
+        # `from M import name` where M may be a module of the project (its binding is a guess).
+        self.resolver: Optional[Callable[[str], Optional[str]]] = None
+        self.deferred: Set[str] = set()
         for node in imports:
             self.add(node)
 
@@ -52,11 +68,28 @@ class ImportTable:
         elif type(node) is ast.ImportFrom and not node.level and node.module:  # type: ignore[attr-defined]
             for alias in node.names:  # type: ignore[attr-defined]
                 if alias.name != "*":
-                    self.bindings[alias.asname or alias.name] = f"{node.module}.{alias.name}"  # type: ignore[attr-defined]
+                    local = alias.asname or alias.name
+                    self.bindings[local] = f"{node.module}.{alias.name}"  # type: ignore[attr-defined]
+                    if node.module.split(".", 1)[0] not in LIBRARIES:  # type: ignore[attr-defined]
+                        self.deferred.add(local)
+        elif type(node) is ast.ImportFrom:
+            for alias in node.names:  # type: ignore[attr-defined]
+                if alias.name != "*":
+                    self.deferred.add(alias.asname or alias.name)
 
     def qualify(self, node: ast.AST) -> Optional[str]:
         """The qualified name of a Name/Attribute chain rooted in an import."""
-        return qualify_dotted(dotted_name(node), self.bindings)
+        raw = dotted_name(node)
+        if raw is None:
+            return None
+        resolver = self.resolver
+        if resolver is not None:
+            root, _, rest = raw.partition(".")
+            if root in self.deferred or root not in self.bindings:
+                target = resolver(root)
+                if target is not None:
+                    return f"{target}.{rest}" if rest else target
+        return qualify_dotted(raw, self.bindings)
 
     def imports_any(self, prefixes: Iterable[str]) -> bool:
         targets = self.bindings.values()

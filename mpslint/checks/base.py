@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, List, Optional, Tuple, Type, TypeVar
 
 from mpslint.analysis.names import ImportTable
+from mpslint.analysis.project.view import ProjectView
 from mpslint.analysis.tree import Tree
 from mpslint.fixes.edits import (  # noqa: F401  (re-exported: what rules write fixes with)
     Anchor,
@@ -55,7 +56,7 @@ class Report:
 class Context:
     """Everything rules share about one file, computed at most once."""
 
-    def __init__(self, tree: Tree, path: str, settings: "Settings") -> None:
+    def __init__(self, tree: Tree, path: str, settings: "Settings", project: Optional[ProjectView] = None) -> None:
         self.tree = tree
         self.module = tree.module
         self.source = tree.source
@@ -64,13 +65,22 @@ class Context:
         self.reports: List[Report] = []
         self.fix_failures: Dict[str, str] = {}  # rule code -> traceback of its fix's crash
         self._imports: Optional[ImportTable] = None
+        self._project = project
         self._analyses: Dict[Any, Any] = {}
 
     @property
     def imports(self) -> ImportTable:
         if self._imports is None:
             self._imports = ImportTable.of(self.tree)
+            self._imports.resolver = self.project.qualified
         return self._imports
+
+    @property
+    def project(self) -> ProjectView:
+        """This file seen from the project: what its imports and helpers are (``analysis/project``)."""
+        if self._project is None:
+            self._project = ProjectView(self.module, self.path)
+        return self._project
 
     def qualify(self, node: ast.AST) -> Optional[str]:
         """Qualified name of a Name/Attribute chain (``th.cuda`` -> ``torch.cuda``)."""

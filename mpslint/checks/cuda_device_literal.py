@@ -105,7 +105,8 @@ class CudaDeviceLiteral(Rule):
         self.report(reported, message, fix=found)
 
     def _formatted(self, node: ast.AST) -> None:
-        """``"cuda:{}".format(local_rank)``, ``f"cuda:{rank}"`` placing something: one GPU per process."""
+        """``"cuda:{}".format(local_rank)``, ``f"cuda:{rank}"``, ``"cuda:%d" % rank`` placing something: one GPU
+        per process."""
         ctx = self.ctx
         value = node.value if type(node) is ast.Constant else None  # type: ignore[attr-defined]
         if not isinstance(value, str) or not value.startswith("cuda:"):
@@ -119,6 +120,8 @@ class CudaDeviceLiteral(Rule):
             expr = ctx.parent(parent)
             if type(expr) is not ast.Call:
                 return
+        elif type(parent) is ast.BinOp and type(parent.op) is ast.Mod and parent.left is node and "%" in value:  # type: ignore[attr-defined]
+            expr = parent
         else:
             return
         holder = ctx.parent(expr)
@@ -161,6 +164,9 @@ class CudaDeviceLiteral(Rule):
             name = dotted_name(call.func) or ""
             if keyword == "default" and name.endswith("add_argument") and self._device_option(call):
                 return node, lambda: self._fix_default(node, call)
+            if name == "getattr" and len(call.args) == 3 and call.args[2] is node \
+                    and "device" in (string_value(call.args[1]) or "").lower():
+                return node, lambda: None  # getattr(args, "device", "cuda"): CUDA unless the config says else
             return None
         if type(parent) in (ast.Assign, ast.AnnAssign) and parent.value is node:  # type: ignore[attr-defined]
             targets = parent.targets if type(parent) is ast.Assign else [parent.target]  # type: ignore[attr-defined]

@@ -7,6 +7,7 @@ import re
 from typing import Optional
 
 from mpslint.analysis.device_flow import DeviceFlow
+from mpslint.analysis.project import facts
 from mpslint.analysis.syntax import dotted_name, keyword, method_name, positional
 from mpslint.checks.base import FixSpec, Rule, attribute_dot, attribute_name_start, insert_before, replace_span, short
 
@@ -23,6 +24,10 @@ NUMPY_FLOAT64 = frozenset(
     "random.rand random.randn random.random random.normal random.uniform random.standard_normal random.sample".split()
 )
 
+
+# A numpy random generator's methods that make float64 unless told a dtype.
+RANDOM_FLOAT64 = frozenset("rand randn random random_sample normal uniform standard_normal".split())
+NUMPY_GENERATORS = frozenset(("numpy.random.RandomState", "numpy.random.default_rng", "numpy.random.Generator"))
 
 FROM_ARRAY = frozenset(("torch.from_numpy", "torch.tensor", "torch.as_tensor", "torch.asarray"))
 
@@ -162,6 +167,8 @@ class Float64ToDevice(Rule):
         cls = type(array)
         if cls is ast.Name:
             bindings = self.flow.visible(array.id, array)  # type: ignore[attr-defined]
+            if not bindings:
+                return self.flow.imported_fact(array.id) == facts.FLOAT64  # type: ignore[attr-defined]
             return any(
                 b.how == "assign" and not b.path and b.value is not None
                 and self._may_be_float64_array(b.value, depth + 1, python_floats=python_floats)
@@ -187,6 +194,8 @@ class Float64ToDevice(Rule):
             return self._may_be_float64_array(array.operand, depth + 1, python_floats=python_floats)  # type: ignore[attr-defined]
         if cls is not ast.Call:
             return False
+        if self.flow.returned_fact(array) == facts.FLOAT64:  # type: ignore[arg-type]
+            return True  # a helper (here or in another module) that returns a float64 array
         qualified = self.ctx.qualify(array.func) or ""  # type: ignore[attr-defined]
         dtype = keyword(array, "dtype")  # type: ignore[arg-type]
         if dtype is not None:
@@ -203,6 +212,20 @@ class Float64ToDevice(Rule):
             return False
         if method_name(array) == "astype" and first is not None:
             return bool(FLOAT64_DTYPE.search(self.ctx.text(first)))
+        if method_name(array) in RANDOM_FLOAT64 and self._numpy_generator(array.func.value):  # type: ignore[attr-defined]
+            return True  # np.random.RandomState(seed).randn(...), rng.standard_normal(...)
+        return False
+
+    def _numpy_generator(self, receiver: ast.AST, depth: int = 0) -> bool:
+        """``np.random.RandomState(s)`` / ``np.random.default_rng(s)``, directly or through a name."""
+        if type(receiver) is ast.Call:
+            return self.ctx.qualify(receiver.func) in NUMPY_GENERATORS  # type: ignore[attr-defined]
+        if type(receiver) is ast.Name and depth < 4:
+            bindings = self.flow.visible(receiver.id, receiver)  # type: ignore[attr-defined]
+            return bool(bindings) and all(
+                b.how == "assign" and not b.path and b.value is not None and self._numpy_generator(b.value, depth + 1)
+                for b in bindings
+            )
         return False
 
     def _report(self, node: ast.AST, what: str, fix: Optional[FixSpec]) -> None:

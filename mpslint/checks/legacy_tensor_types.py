@@ -18,6 +18,21 @@ class LegacyCudaTensorType(Rule):
         if node.attr in cuda_api.LEGACY_TENSOR_TYPES:
             self._check(node)
 
+    def visit_Constant(self, node: ast.Constant) -> None:
+        """``torch.set_default_tensor_type("torch.cuda.FloatTensor")``: the type named by a string."""
+        value = node.value
+        if type(value) is not str or not value.startswith("torch.cuda.") or cuda(self.ctx).cuda_only_module:
+            return
+        dtype = cuda_api.LEGACY_TENSOR_TYPES.get(value[len("torch.cuda."):])
+        call = self.ctx.parent(node)
+        if dtype is None or type(call) is not ast.Call or node not in call.args:  # type: ignore[attr-defined]
+            return
+        if self.ctx.qualify(call.func) not in ("torch.set_default_tensor_type", "torch.Tensor.type") \
+                and not (type(call.func) is ast.Attribute and call.func.attr == "type"):  # type: ignore[attr-defined]
+            return
+        self.report(node, f"`{value}` makes CUDA tensors only; use `dtype=torch.{dtype}` and a device chosen at run "
+                          "time (`torch.set_default_dtype`, `torch.set_default_device`)")
+
     def visit_Name(self, node: ast.Name) -> None:
         if not self.ctx.imports.bindings.get(node.id, "").startswith("torch.cuda."):
             return

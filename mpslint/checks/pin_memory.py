@@ -102,6 +102,9 @@ class PinMemory(Rule):
                 continue
             if any(type(t) is ast.Name and t.id == name.id for t in assign.targets):  # type: ignore[attr-defined]
                 found = assign.value  # type: ignore[attr-defined]
+        if found is None and not guarded_by(ctx, loader, CUDA_WORDS):
+            self._pinned_elsewhere(name)
+            return
         if type(found) is not ast.Dict or guarded_by(ctx, found, CUDA_WORDS):
             return  # `{"pin_memory": True} if use_cuda else {}` pins for CUDA only
         for key, value in zip(found.keys, found.values):  # type: ignore[attr-defined]
@@ -111,6 +114,14 @@ class PinMemory(Rule):
                 fix = FixSpec.safe(f"Pin memory only on CUDA: `{condition}`", replace(value, condition)) if condition else None
                 self.report(value, "`pin_memory` set to True in keyword arguments for a DataLoader has no effect on MPS "
                                    "(the DataLoader warns and ignores it); pin only when the batches go to CUDA", fix=fix)
+
+    def _pinned_elsewhere(self, name: ast.Name) -> None:
+        """``DataLoader(ds, **loader_kwargs)`` with the dict imported from another module of the project, which
+        sets ``pin_memory=True`` unconditionally (the fix belongs there, so none is offered here)."""
+        fact = self.ctx.project.imported(name.id)
+        if fact is not None and fact[0] == "value" and "pin_memory=True" in str(fact[1]).split(":", 1)[-1].split(","):
+            self.report(name, f"`{name.id}` (imported) sets `pin_memory=True` for this DataLoader, which has no "
+                              "effect on MPS (the DataLoader warns and ignores it); pin only when the batches go to CUDA")
 
     def _cuda_condition(self, node: ast.AST) -> Optional[str]:
         if _device_in_scope(self.ctx, node):

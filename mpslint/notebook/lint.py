@@ -28,7 +28,7 @@ from mpslint.notebook.ipython import is_python_cell
 from mpslint.notebook.program import Program, apply_cell_edits
 
 if TYPE_CHECKING:
-    from mpslint.runner import FileResult, Mode
+    from mpslint.results import FileResult, Mode
 
 INTERNAL_ERROR = "MPS900"
 # Rules whose premise does not hold in a notebook. MPS403: spawned workers re-import the main *script*;
@@ -48,6 +48,8 @@ class NotebookCheck:
     diagnostics: List[Diagnostic]  # located in cells
     in_program: List[Diagnostic]  # the program's own, for fixing
     broken: FrozenSet[int]  # cells left out of the program for a syntax error
+    # The project's module files the check read: path -> summary digest (kept with the cache entry).
+    depends: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -100,7 +102,7 @@ def check_sources(sources: Sequence[Tuple[int, str]], path: str, settings: Setti
     for d in in_program:
         diagnostics.append(d if d.code == INTERNAL_ERROR else program.to_cells(d))
     diagnostics.sort(key=Diagnostic.sort_key)
-    return NotebookCheck(program, diagnostics, in_program, frozenset(broken))
+    return NotebookCheck(program, diagnostics, in_program, frozenset(broken), dict(result.depends))
 
 
 def fix_sources(sources: Sequence[Tuple[int, str]], path: str, settings: Settings, *, unsafe: bool) -> NotebookFix:
@@ -166,7 +168,8 @@ def fix_notebook(data: bytes, display: str, settings: Settings, *, unsafe: bool)
 def process_notebook(data: bytes, display: str, settings: Settings, mode: "Mode", *, target: Optional[str] = None) -> "FileResult":
     """Check or fix one notebook's bytes; with ``mode.fix`` and a ``target``, write the fixed notebook there."""
     from mpslint.diagnostic import io_error
-    from mpslint.runner import FileResult, write_fixed
+    from mpslint.results import FileResult
+    from mpslint.writing import write_fixed
 
     try:
         text, bom = decode(data)
@@ -179,7 +182,8 @@ def process_notebook(data: bytes, display: str, settings: Settings, mode: "Mode"
     sources = python_sources(notebook)
     settings = notebook_settings(settings)
     if not mode.fixing:
-        return FileResult(display, check_sources(sources, display, settings).diagnostics)
+        checked = check_sources(sources, display, settings)
+        return FileResult(display, checked.diagnostics, depends=checked.depends)
 
     outcome = fix_sources(sources, display, settings, unsafe=mode.unsafe)
     new_text = notebook.with_sources(outcome.sources) if outcome.fixed else text
@@ -196,7 +200,7 @@ def process_notebook(data: bytes, display: str, settings: Settings, mode: "Mode"
 
 def cell_diff(notebook: Notebook, sources: Dict[int, str], display: str) -> str:
     """A unified diff per changed cell, headed ``path:cell N`` (as Ruff's ``--diff`` shows notebooks)."""
-    from mpslint.runner import unified_diff
+    from mpslint.writing import unified_diff
 
     pieces = []
     for cell in notebook.cells:

@@ -255,8 +255,13 @@ class MpslintServer(LanguageServer):
             return
         if self.projects.changed_since_last_look(target.path):
             self.settings_changed()
-        else:
-            self.scheduler.request(target.key, delay=0)
+            return
+        self.scheduler.request(target.key, delay=0)
+        if isinstance(target, TextTarget):
+            # Other open files read this module from disk (analysis/project): what it says may have changed.
+            for key, other in self.targets.items():
+                if key != target.key and isinstance(other, TextTarget):
+                    self.scheduler.request(key, delay=0)
 
     def close(self, uri: str) -> None:
         """A file or a notebook closed: forget it and clear what it showed (every cell of a notebook)."""

@@ -53,8 +53,11 @@ def _read_exactly(stream: BinaryIO, size: int) -> Optional[bytes]:
 
 
 def check(text: str, path: str, settings) -> Tuple[list, bool]:
+    from mpslint.analysis.project import model
     from mpslint.engine import check_text
 
+    # Modules the document imports are read from disk as they are now (summaries stay cached by content).
+    model.shared().forget()
     result = check_text(text, path, settings)
     return result.diagnostics, result.parsed
 

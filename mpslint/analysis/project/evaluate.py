@@ -1,0 +1,182 @@
+"""The fact of one expression, from its shape and the facts of the names it reads.
+
+A deliberately small evaluator: it serves summaries (what a module-level name
+holds, what a function returns), not the per-use device flow of a checked file
+(``analysis/device_flow``). It knows the sources of devices, host tensors,
+float64 arrays and CUDA flags, and it carries "computed from argument K"
+through arithmetic, tensor methods and ``torch`` functions.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Dict, Optional
+
+from mpslint.analysis.names import qualify_dotted
+from mpslint.analysis.project import facts
+from mpslint.analysis.syntax import dotted_name, keyword
+
+# numpy functions whose arrays are float64 unless told a dtype (np.random.RandomState(s).X too).
+NUMPY_FLOAT64 = frozenset("rand randn random random_sample normal uniform standard_normal linspace logspace".split())
+# Methods whose result is a value on the host, whatever the receiver's device.
+HOST_METHODS = frozenset("item tolist numpy size dim numel shape __len__".split())
+TORCH_FACTORIES = frozenset(
+    "zeros ones empty full rand randn randint randperm arange linspace logspace eye tensor as_tensor".split()
+)
+ACCELERATORS = ("cuda", "mps", "xpu")
+CUDA_FLAGS = frozenset(("torch.cuda.is_available",))
+FLOAT64_DTYPES = frozenset(("torch.float64", "torch.double"))
+
+Lookup = Callable[[str], Optional[str]]  # a name's fact where the expression is
+
+
+def string_fact(value: object) -> Optional[str]:
+    if not isinstance(value, str):
+        return None
+    device = value.split(":", 1)[0]
+    if device == "cpu":
+        return facts.CPU
+    if device in ACCELERATORS:
+        return facts.DEVICE
+    return None
+
+
+class Evaluator:
+    """Facts of expressions in one module: ``bindings`` qualifies names, ``lookup`` gives a name's fact."""
+
+    def __init__(self, bindings: Dict[str, str], lookup: Lookup, call: Callable[[ast.Call], Optional[str]]) -> None:
+        self.bindings = bindings
+        self.lookup = lookup
+        self.call_fact = call  # a call of a function this module defines (its return fact, arguments mapped)
+
+    def qualify(self, node: ast.AST) -> Optional[str]:
+        return qualify_dotted(dotted_name(node), self.bindings)
+
+    def fact(self, expr: Optional[ast.AST], depth: int = 0) -> Optional[str]:
+        if expr is None or depth > 12:
+            return None
+        cls = type(expr)
+        if cls is ast.Constant:
+            return string_fact(expr.value)  # type: ignore[attr-defined]
+        if cls is ast.JoinedStr:
+            return _formatted_device(expr)
+        if cls is ast.Name:
+            return self.lookup(expr.id)  # type: ignore[attr-defined]
+        if cls is ast.Attribute:
+            qualified = self.qualify(expr)
+            if qualified is not None:
+                return None
+            base = self.fact(expr.value, depth + 1)  # type: ignore[attr-defined]
+            return base if facts.argument_position(base) is not None and expr.attr not in HOST_METHODS else None  # type: ignore[attr-defined]
+        if cls is ast.Subscript:
+            base = self.fact(expr.value, depth + 1)  # type: ignore[attr-defined]
+            return base if base in (facts.DEVICE_TENSOR, facts.HOST_TENSOR) or facts.argument_position(base) is not None else None
+        if cls is ast.IfExp:
+            return facts.join(self.fact(expr.body, depth + 1), self.fact(expr.orelse, depth + 1))  # type: ignore[attr-defined]
+        if cls is ast.BinOp:
+            if type(expr.op) is ast.Mod and type(expr.left) is ast.Constant:  # type: ignore[attr-defined]
+                return string_fact(expr.left.value)  # "cuda:%d" % rank  # type: ignore[attr-defined]
+            left, right = self.fact(expr.left, depth + 1), self.fact(expr.right, depth + 1)  # type: ignore[attr-defined]
+            return facts.combined(left, right)
+        if cls is ast.Compare:
+            result = self.fact(expr.left, depth + 1)  # type: ignore[attr-defined]
+            for comparator in expr.comparators:  # type: ignore[attr-defined]
+                result = facts.combined(result, self.fact(comparator, depth + 1))
+            return result
+        if cls is ast.UnaryOp:
+            return self.fact(expr.operand, depth + 1)  # type: ignore[attr-defined]
+        if cls is ast.Call:
+            return self._call(expr, depth)  # type: ignore[arg-type]
+        return None
+
+    def _call(self, call: ast.Call, depth: int) -> Optional[str]:
+        func = call.func
+        qualified = self.qualify(func)
+        if qualified is None and type(func) is ast.Attribute:
+            return self._method(call, func, depth)
+        if qualified is None:
+            if type(func) is ast.Name:
+                return self.call_fact(call)
+            return None
+        if qualified in CUDA_FLAGS:
+            return facts.CUDA_FLAG
+        if qualified == "torch.device":
+            return string_fact(call.args[0].value) if call.args and type(call.args[0]) is ast.Constant else facts.DEVICE  # type: ignore[attr-defined]
+        if qualified == "torch.from_numpy":
+            return facts.FLOAT64 if self.fact(call.args[0] if call.args else None, depth + 1) == facts.FLOAT64 else facts.HOST_TENSOR
+        if qualified.startswith("numpy."):
+            function = qualified[len("numpy."):]
+            if keyword(call, "dtype") is None and function.rsplit(".", 1)[-1] in NUMPY_FLOAT64 and (
+                    function.count(".") == 0 or function.startswith("random.")):
+                return facts.FLOAT64
+            return facts.HOST
+        if qualified.startswith("torch.") and qualified.count(".") == 1:
+            last = qualified[len("torch."):]
+            if last in TORCH_FACTORIES:
+                device = keyword(call, "device")
+                if device is None:
+                    return facts.HOST_TENSOR
+                where = self.fact(device, depth + 1)
+                return facts.HOST_TENSOR if where == facts.CPU else facts.DEVICE_TENSOR if where == facts.DEVICE else None
+            found = [self.fact(a, depth + 1) for a in call.args]
+            return _carried(found)
+        if type(func) is ast.Name:
+            return self.call_fact(call)
+        return None
+
+    def _method(self, call: ast.Call, func: ast.Attribute, depth: int) -> Optional[str]:
+        method = func.attr
+        receiver = func.value
+        if type(receiver) is ast.Name and receiver.id == "self":  # type: ignore[attr-defined]
+            return self.call_fact(call)  # a method of the same class
+        if method in HOST_METHODS:
+            return facts.HOST
+        if method == "format" and type(receiver) is ast.Constant:
+            return string_fact(receiver.value)  # "cuda:{}".format(rank)  # type: ignore[attr-defined]
+        if type(receiver) is ast.Call and self.qualify(receiver.func) == "numpy.random.RandomState":  # type: ignore[attr-defined]
+            return facts.FLOAT64 if method in NUMPY_FLOAT64 and keyword(call, "dtype") is None else facts.HOST
+        if method == "cpu":
+            return facts.HOST_TENSOR
+        if method == "cuda":
+            return facts.DEVICE_TENSOR
+        if method == "double":
+            return facts.FLOAT64
+        if method == "to":
+            target = keyword(call, "device") or (call.args[0] if call.args else None)
+            if target is not None and self.qualify(target) in FLOAT64_DTYPES:
+                return facts.FLOAT64
+            where = self.fact(target, depth + 1)
+            if where == facts.DEVICE:
+                return facts.DEVICE_TENSOR
+            if where == facts.CPU:
+                return facts.HOST_TENSOR
+            if type(target) is ast.Attribute and target.attr == "device":  # type: ignore[attr-defined]
+                return facts.DEVICE_TENSOR  # x.to(self.device) / x.to(model.device)
+            if type(target) is ast.Name and _names_a_device(target.id):  # type: ignore[attr-defined]
+                return facts.DEVICE_TENSOR
+            return None
+        base = self.fact(receiver, depth + 1)
+        if facts.argument_position(base) is not None or base in (facts.DEVICE_TENSOR, facts.HOST_TENSOR):
+            return base  # x.mean(), x.clone(), x.detach(): where x is
+        return None
+
+
+def _names_a_device(name: str) -> bool:
+    return name in ("device", "dev") or name.endswith("_device") or name.startswith("device_")
+
+
+def _formatted_device(expr: ast.AST) -> Optional[str]:
+    """f"cuda:{rank}": an accelerator device; f"{prefix}:{i}": not known."""
+    values = expr.values  # type: ignore[attr-defined]
+    if values and type(values[0]) is ast.Constant:
+        return string_fact(values[0].value)
+    return None
+
+
+def _carried(found) -> Optional[str]:
+    """``torch.f(a, b)``: computed from the arguments (or device tensors) among its arguments."""
+    result: Optional[str] = None
+    for fact in found:
+        if fact is not None and (facts.argument_positions(fact) or fact == facts.DEVICE_TENSOR):
+            result = fact if result is None else facts.combined(result, fact)
+    return result

@@ -1,0 +1,62 @@
+"""What a summary says about a value: one short string per name or function return.
+
+Strings, not objects: a summary is stored as JSON and compared by digest.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+DEVICE = "device"  # a device handle that may name the accelerator ("cuda", torch.device("cuda", i))
+CPU = "cpu"  # a device handle naming the CPU
+DEVICE_TENSOR = "device_tensor"  # a tensor on the accelerator
+HOST_TENSOR = "host_tensor"  # a tensor on the CPU
+HOST = "host"  # a Python or numpy value
+FLOAT64 = "float64"  # a float64 numpy array (or tensor made from one on the host)
+CUDA_FLAG = "cuda_flag"  # whether CUDA is available (torch.cuda.is_available())
+# "arg:K": computed from the K-th positional argument, so on its device; "arg:0,1": from both (tensors
+# combined must share a device, so the result is where the tensor among them is).
+ARGUMENT = "arg:"
+KWARGS = "kwargs:"  # "kwargs:pin_memory,num_workers": a dict of keyword arguments holding these keys set
+
+
+def argument(*positions: int) -> str:
+    return ARGUMENT + ",".join(map(str, sorted(set(positions))))
+
+
+def argument_positions(fact: Optional[str]) -> Tuple[int, ...]:
+    """The argument positions an ``arg:`` fact is computed from; () for any other fact."""
+    if fact is not None and fact.startswith(ARGUMENT):
+        return tuple(int(p) for p in fact[len(ARGUMENT):].split(","))
+    return ()
+
+
+def argument_position(fact: Optional[str]) -> Optional[int]:
+    """The first argument position of an ``arg:`` fact (whether it is one at all), else None."""
+    positions = argument_positions(fact)
+    return positions[0] if positions else None
+
+
+def combined(a: Optional[str], b: Optional[str]) -> Optional[str]:
+    """``a + b`` / ``a == b``: arguments combine; a host value leaves the tensor side; a device tensor wins."""
+    if a == b:
+        return a
+    left, right = argument_positions(a), argument_positions(b)
+    if left and right:
+        return argument(*left, *right)
+    if left and b in (None, HOST):
+        return a
+    if right and a in (None, HOST):
+        return b
+    if DEVICE_TENSOR in (a, b):
+        return DEVICE_TENSOR  # combined with a device tensor, a result is on the device (or raises)
+    return None
+
+
+def join(a: Optional[str], b: Optional[str]) -> Optional[str]:
+    """Either value (two returns, ``x if c else y``): equal facts stay, a device or the CPU may be the device."""
+    if a == b:
+        return a
+    if {a, b} == {DEVICE, CPU}:
+        return DEVICE
+    return None

@@ -1,0 +1,209 @@
+"""One checked file's questions to the project model.
+
+The file's own summary is made from the ``ast`` already parsed; the modules it
+imports are read through the process's ``Project``. Three questions:
+
+- ``qualified(root)``: what a name stands for when it comes from elsewhere or
+  is an alias (``from utils import *`` bringing ``torch``; ``DTYPE`` imported
+  from ``config``; ``precision_scope = autocast`` in this file);
+- ``imported(name)``: what a name this file imports is (a value's fact, a
+  function's return fact, a module);
+- ``returns(call)``: what a call of a function of this file (a helper defined
+  at the top level, ``self.method`` of the enclosing class) or of an imported
+  module returns.
+
+Every module file read to answer is in ``depends`` (path -> digest), which the
+cache keeps with the file's findings.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+from typing import Dict, FrozenSet, Optional, Tuple
+
+from mpslint.analysis.names import LIBRARIES
+from mpslint.analysis.project.layout import absolute
+from mpslint.analysis.project.model import Lookup, ModuleRef, Resolved, roots_of, shared
+from mpslint.analysis.project.summary import ModuleSummary, summarize
+
+_UNSET = object()
+
+
+class ProjectView:
+    def __init__(self, module: ast.Module, path: str, text: Optional[str] = None) -> None:
+        self.module = module
+        self.path = path
+        self.text = text  # the module's source, when known: its summary is then stored by content
+        self.lookup = Lookup(shared())
+        self._summary: Optional[ModuleSummary] = None
+        self._header: Optional[ModuleSummary] = None
+        self._here: Optional[ModuleRef] = None
+        self._qualified: Dict[str, Optional[str]] = {}
+        self._imported: Dict[str, Optional[Resolved]] = {}
+        self._bound: Optional[FrozenSet[str]] = None
+
+    @property
+    def depends(self) -> Dict[str, str]:
+        return self.lookup.depends
+
+    @property
+    def summary(self) -> ModuleSummary:
+        if self._summary is None:
+            if self.text is not None and self.path.endswith(".py"):  # a notebook's program is imported by none
+                # Stored: a module checked before another imports it is not parsed again for that.
+                _, found = self.lookup.project.store.get(self.text.encode("utf-8", "surrogatepass"), self.module)
+                self._summary = found if found is not None else summarize(self.module)
+            else:
+                self._summary = summarize(self.module)
+        return self._summary
+
+    @property
+    def header(self) -> ModuleSummary:
+        """The file's names, imports and aliases: all that resolving its imports needs (no function is read)."""
+        if self._header is None:
+            self._header = self._summary if self._summary is not None else summarize(self.module, facts=False)
+        return self._header
+
+    @property
+    def here(self) -> ModuleRef:
+        if self._here is None:
+            path = os.path.abspath(self.path or "-")
+            dotted, is_package, roots = roots_of(path)
+            self._here = ModuleRef(path, dotted, is_package, roots, self.header)
+        return self._here
+
+    @property
+    def bound(self) -> FrozenSet[str]:
+        """Every name the file binds anywhere (assigned, a parameter, defined): a star import does not bind it."""
+        if self._bound is None:
+            names = set()
+            for node in ast.walk(self.module):
+                cls = type(node)
+                if cls is ast.Name and type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+                    names.add(node.id)  # type: ignore[attr-defined]
+                elif cls is ast.arg:
+                    names.add(node.arg)  # type: ignore[attr-defined]
+                elif cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                    names.add(node.name)  # type: ignore[attr-defined]
+            self._bound = frozenset(names)
+        return self._bound
+
+    def words(self) -> str:
+        """What the names this file imports from the project stand for, as text for the prefilter.
+
+        A rule is skipped when its trigger words are not in the file; a file whose
+        ``DTYPE`` is ``torch.float64`` in another module needs that word too. Only
+        star imports and names of settings are read here (``DTYPE``, ``DEVICE``,
+        ``compute_dtype``, ``loader_kwargs``): reading every imported module before
+        any rule asks would parse much of a package for each file of a cold run.
+        """
+        summary = self.header
+        words = set()
+        for name, entry in summary.imports.items():
+            if not _names_a_setting(name):
+                continue  # a function's facts matter where it is called, which the rules ask about
+            if entry[0] == "from" and (entry[1] or entry[2].split(".", 1)[0] not in LIBRARIES):
+                words.update(_words(self.imported(name)))
+        for level, module in summary.stars:
+            dotted = absolute(self.here.dotted, self.here.is_package, level, module)
+            target = self.lookup.module(dotted, self.here.roots) if dotted else None
+            if target is not None:
+                # What the module itself binds (not what it re-exports through its own stars: that would
+                # read a package's every module for each file that star-imports its top).
+                exported = set(target.summary.exported())
+                words.update(v for k, v in target.summary.aliases.items() if k in exported)
+                words.update(v for k, v in target.summary.values.items() if k in exported)
+            elif not level:
+                words.add(module)
+        return " ".join(sorted(words))
+
+    def imported(self, name: str) -> Optional[Resolved]:
+        """What ``name``, bound in this file only by an import (a star import too), is."""
+        found = self._imported.get(name, _UNSET)
+        if found is _UNSET:
+            found = None
+            if _class_like(name):
+                self._imported[name] = None
+                return None  # `BertModel`: no fact describes a class, and its module need not be read
+            summary = self.header
+            if name in summary.imports:
+                found = self.lookup.imported(self.here, summary.imports[name], set())
+            elif name not in summary.names and summary.stars:
+                found = self.lookup.starred(self.here, name, set())
+            self._imported[name] = found
+        return found  # type: ignore[return-value]
+
+    def qualified(self, root: str) -> Optional[str]:
+        """The qualified name ``root`` stands for, where the file's own imports do not say it."""
+        found = self._qualified.get(root, _UNSET)
+        if found is _UNSET:
+            found = self.header.aliases.get(root)
+            imported = root in self.header.imports
+            # A name no import binds can come only from a star import (and is bound nowhere in the file).
+            free = not imported and bool(self.header.stars) and root not in BUILTINS and root not in self.bound
+            if found is None and (free or (imported and (_constant_like(root) or root in MODULE_ALIASES))):
+                resolved = self.imported(root)
+                if resolved is not None and resolved[0] == "alias":
+                    found = resolved[1]
+            self._qualified[root] = found  # type: ignore[assignment]
+        return found  # type: ignore[return-value]
+
+    def function(self, name: str) -> Optional[str]:
+        """The return fact of this file's top-level function ``name``, or of one it imports."""
+        fact = self.summary.functions.get(name)
+        if fact is not None:
+            return fact
+        resolved = self.imported(name)
+        if resolved is not None and resolved[0] == "function":
+            return resolved[1]  # type: ignore[return-value]
+        return None
+
+    def method(self, owner: str, name: str) -> Optional[str]:
+        return self.summary.functions.get(f"{owner}.{name}")
+
+    def module_function(self, module: str, name: str) -> Optional[str]:
+        """``utils.reduce_mean`` where ``import utils`` (or ``from . import utils``) names a project module."""
+        resolved = self.imported(module)
+        if resolved is None or resolved[0] != "module":
+            return None
+        found = self.lookup.name(resolved[1], name)  # type: ignore[arg-type]
+        if found is not None and found[0] == "function":
+            return found[1]  # type: ignore[return-value]
+        return None
+
+    def module_value(self, module: str, name: str) -> Optional[Resolved]:
+        resolved = self.imported(module)
+        if resolved is None or resolved[0] != "module":
+            return None
+        return self.lookup.name(resolved[1], name)  # type: ignore[arg-type]
+
+
+def _words(resolved: Optional[Resolved]) -> Tuple[str, ...]:
+    if resolved is None or resolved[0] == "module":
+        return ()
+    return (str(resolved[1]),)
+
+
+BUILTINS = frozenset(dir(builtins))
+# Local names a project module may give to a library (`from .common import torch, np`).
+MODULE_ALIASES = frozenset("torch np numpy nn F amp autocast GradScaler cuda dist".split())
+
+
+def _class_like(name: str) -> bool:
+    return name[:1].isupper() and not name.isupper()
+
+
+SETTING_WORDS = ("dtype", "device", "cuda", "gpu", "float", "double", "kwargs")
+
+
+def _names_a_setting(name: str) -> bool:
+    """``DTYPE``, ``DEVICE``, ``compute_dtype``, ``loader_kwargs``: a name whose value may hold a trigger word."""
+    low = name.lower()
+    return any(word in low for word in SETTING_WORDS)
+
+
+def _constant_like(name: str) -> bool:
+    """A setting, or a module-level constant (``EPS``, ``NOISE``): what an alias or a value may be."""
+    return name.isupper() or _names_a_setting(name)

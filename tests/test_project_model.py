@@ -1,0 +1,385 @@
+"""The project model: module summaries, and names resolved across the modules of a checked tree."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mpslint.analysis.project import facts, layout, model
+from mpslint.analysis.project.store import SummaryStore
+from mpslint.analysis.project.summary import summarize
+from mpslint.analysis.project.view import ProjectView
+from mpslint.config import Settings
+from mpslint.engine import check_text
+
+
+def summary_of(source: str):
+    return summarize(ast.parse(textwrap.dedent(source)))
+
+
+@pytest.fixture(autouse=True)
+def fresh_project():
+    model.use_cache_dir(None)
+    layout.clear()
+    yield
+    model.use_cache_dir(None)
+    layout.clear()
+
+
+def write(root: Path, files: dict) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def view_of(path: Path) -> ProjectView:
+    text = path.read_text(encoding="utf-8")
+    return ProjectView(ast.parse(text), str(path))
+
+
+# ---------------------------------------------------------------- summaries
+
+
+def test_values_of_top_level_names():
+    summary = summary_of(
+        """
+        import numpy as np
+        import torch
+        if torch.cuda.is_available():
+            device = "cuda"
+        else:
+            device = "cpu"
+        HAS_GPU = torch.cuda.is_available()
+        RANK_DEVICE = f"cuda:{3}"
+        host = torch.device("cpu")
+        noise = np.random.randn(3)
+        seeded = np.random.RandomState(0).randn(3)
+        grid = np.linspace(0, 1, 5)
+        loader_kwargs = {"num_workers": 4, "pin_memory": True}
+        quiet_kwargs = dict(pin_memory=False)
+        small = np.random.randn(3).astype(np.float32)
+        """
+    )
+    assert summary.values == {
+        "device": facts.DEVICE,
+        "HAS_GPU": facts.CUDA_FLAG,
+        "RANK_DEVICE": facts.DEVICE,
+        "host": facts.CPU,
+        "noise": facts.FLOAT64,
+        "seeded": facts.FLOAT64,
+        "grid": facts.FLOAT64,
+        "loader_kwargs": "kwargs:num_workers=4,pin_memory=True",
+    }
+
+
+def test_indexed_cuda_devices_are_devices():
+    summary = summary_of(
+        """
+        import torch
+        def by_format(rank):
+            return "cuda:{}".format(rank)
+        def by_percent(rank):
+            return "cuda:%d" % rank
+        def by_fstring(rank):
+            return f"cuda:{rank}"
+        def by_index(rank):
+            return torch.device("cuda", rank)
+        def not_a_device(rank):
+            return f"run-{rank}"
+        """
+    )
+    assert summary.functions == dict.fromkeys(["by_format", "by_percent", "by_fstring", "by_index"], facts.DEVICE)
+
+
+def test_aliases_are_names_bound_once_to_a_qualified_name():
+    summary = summary_of(
+        """
+        import torch
+        from torch.cuda.amp import autocast
+        DTYPE = torch.float64
+        precision_scope = autocast
+        twice = torch.float64
+        twice = torch.float32
+        def f(param):
+            return param
+        param = torch.float16
+        """
+    )
+    # `twice` is bound twice and `param` is also a parameter: neither is an alias.
+    assert summary.aliases == {"DTYPE": "torch.float64", "precision_scope": "torch.cuda.amp.autocast"}
+
+
+def test_function_returns_in_terms_of_arguments():
+    summary = summary_of(
+        """
+        import numpy as np
+        import torch
+        DEVICE = torch.device("cuda")
+        def reduce_mean(tensor, n):
+            rt = tensor.clone()
+            rt /= n
+            return rt
+        def place(batch):
+            batch = batch.to(DEVICE)
+            return batch
+        def maybe_host(x, flag):
+            if flag:
+                x = x.cpu()
+            return x
+        def accuracy(logits, labels):
+            return (logits.argmax(1) == labels).float().mean()
+        def either(a, b):
+            if a is not None:
+                return a
+            return b
+        def loops_forever(x):
+            return loops_forever(x)
+        def host(x):
+            return x.detach().cpu()
+        def noise(n):
+            return np.random.rand(n)
+        def nothing(x):
+            print(x)
+        class Trainer:
+            def gather(self, t):
+                return t.mean()
+            def run(self, t):
+                return self.gather(t)
+            @staticmethod
+            def first(t, u):
+                return t
+        """
+    )
+    assert summary.functions == {
+        "reduce_mean": "arg:0",
+        "place": facts.DEVICE_TENSOR,
+        "accuracy": "arg:0,1",
+        "host": facts.HOST_TENSOR,
+        "noise": facts.FLOAT64,
+        "Trainer.gather": "arg:0",
+        "Trainer.run": "arg:0",
+        "Trainer.first": "arg:0",
+    }
+
+
+def test_summary_round_trips_through_json_and_digest_follows_content():
+    first = summary_of("import torch\nDTYPE = torch.float64\n")
+    again = type(first).from_json(first.to_json())
+    assert again == first and again.digest == first.digest
+    assert summary_of("import torch\nDTYPE = torch.float32\n").digest != first.digest
+    # A body edit that changes no fact keeps the digest: importers need no new check.
+    assert summary_of("import torch\nDTYPE = torch.float64  # the default\n").digest == first.digest
+
+
+# ---------------------------------------------------------------- resolution
+
+
+def test_absolute_relative_and_dotted_imports(tmp_path):
+    write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/sub/__init__.py": "",
+        "pkg/sub/consts.py": "import torch\nDTYPE = torch.float64\ndevice = torch.device('cuda')\n",
+        "pkg/sub/user.py": "from .consts import DTYPE\nfrom ..sub import consts\nimport pkg.sub.consts as c\nfrom pkg.sub.consts import device\n",
+    })
+    view = view_of(tmp_path / "pkg/sub/user.py")
+    assert view.qualified("DTYPE") == "torch.float64"
+    assert view.imported("device") == ("value", facts.DEVICE)
+    assert view.imported("consts")[0] == "module"
+    assert view.module_value("c", "DTYPE") == ("alias", "torch.float64")
+    assert str(tmp_path / "pkg/sub/consts.py") in view.depends
+
+
+def test_star_imports_honour_all_and_order(tmp_path):
+    write(tmp_path, {
+        "first.py": "import torch\n__all__ = ['DTYPE', 'torch']\nDTYPE = torch.float64\nhidden = torch.float64\n",
+        "second.py": "import torch\n__all__ = ['DTYPE']\nDTYPE = torch.float32\n",
+        "chain.py": "from first import *\n",
+        "one.py": "from first import *\n",
+        "two.py": "from first import *\nfrom second import *\n",
+        "three.py": "from chain import *\n",
+    })
+    one = view_of(tmp_path / "one.py")
+    assert one.qualified("DTYPE") == "torch.float64"
+    assert one.qualified("torch") == "torch"
+    assert one.qualified("hidden") is None  # not in __all__
+    assert view_of(tmp_path / "two.py").qualified("DTYPE") == "torch.float32"  # the later star wins
+    assert view_of(tmp_path / "three.py").qualified("DTYPE") == "torch.float64"  # re-exported by a star
+
+
+def test_import_cycles_terminate(tmp_path):
+    write(tmp_path, {
+        "a.py": "from b import *\n",
+        "b.py": "from a import *\nfrom a import loop\n",
+        "c.py": "from a import *\nfrom b import loop\n",
+    })
+    view = view_of(tmp_path / "c.py")
+    assert view.imported("anything") is None
+    assert view.imported("loop") is None
+
+
+def test_a_module_outside_the_project_is_what_its_name_says(tmp_path):
+    write(tmp_path, {"m.py": "from torch import float64 as f64\nfrom os import path\n"})
+    from mpslint.analysis.names import ImportTable
+
+    module = ast.parse((tmp_path / "m.py").read_text())
+    table = ImportTable(module.body)
+    table.resolver = ProjectView(module, str(tmp_path / "m.py")).qualified
+    assert table.qualify(ast.Name(id="f64")) == "torch.float64"
+    assert table.qualify(ast.Name(id="path")) == "os.path"
+
+
+def test_summaries_are_computed_once_per_content(tmp_path):
+    write(tmp_path, {"util.py": "import torch\nDTYPE = torch.float64\n", "a.py": "from util import DTYPE\n",
+                     "b.py": "from util import DTYPE\n"})
+    store = SummaryStore(str(tmp_path / "cache"))
+    model._SHARED = model.Project(store)
+    view_of(tmp_path / "a.py").qualified("DTYPE")
+    view_of(tmp_path / "b.py").qualified("DTYPE")
+    assert store.computed == 1
+    # A fresh process (a new store on the same directory) reads it from disk.
+    again = SummaryStore(str(tmp_path / "cache"))
+    model._SHARED = model.Project(again)
+    assert view_of(tmp_path / "a.py").qualified("DTYPE") == "torch.float64"
+    assert again.computed == 0
+
+
+# ---------------------------------------------------------------- rules see the project
+
+
+def test_rules_ask_the_project(tmp_path):
+    write(tmp_path, {
+        "helpers.py": """
+            import torch
+            def reduce_mean(t, n):
+                out = t.clone()
+                out /= n
+                return out
+            def as_number(t):
+                return t.item()
+            """,
+        "train.py": """
+            import torch
+            from helpers import as_number, reduce_mean
+            device = torch.device("mps")
+            model = torch.nn.Linear(2, 2).to(device)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x in loader:
+                loss = model(x.to(device)).sum()
+                loss.backward()
+                opt.step()
+                print(reduce_mean(loss, 2).item())
+                print(as_number(loss))
+            """,
+    })
+    path = tmp_path / "train.py"
+    result = check_text(path.read_text(), str(path), Settings())
+    assert [(d.location.row, d.code) for d in result.diagnostics] == [(11, "MPS201")]
+    assert result.depends[str(tmp_path / "helpers.py")] != model.ABSENT
+
+
+# ---------------------------------------------------------------- the cache re-checks importers only
+
+
+HELPERS = """
+import torch
+def reduce_mean(t, n):
+    out = t.clone()
+    out /= n
+    return out
+"""
+TRAIN = """
+import torch
+from helpers import reduce_mean
+device = torch.device("mps")
+model = torch.nn.Linear(2, 2).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in loader:
+    loss = model(x.to(device)).sum()
+    loss.backward()
+    opt.step()
+    print(reduce_mean(loss, 2).item())
+"""
+OTHER = "import torch\nx = torch.zeros(1)\n"
+
+
+def test_a_changed_summary_rechecks_its_importers_and_nothing_else(tmp_path):
+    from mpslint.runner import Mode, run
+
+    write(tmp_path, {"helpers.py": HELPERS, "train.py": TRAIN, "other.py": OTHER})
+    files = [(str(tmp_path / name), name, Settings()) for name in ("helpers.py", "other.py", "train.py")]
+    cache_dir = tmp_path / "cache"
+
+    def checked():
+        results = run(files, Mode(), cache_dir=cache_dir, jobs=1)
+        return {r.display: (r.cached, [d.code for d in r.diagnostics]) for r in results}
+
+    assert checked()["train.py"] == (False, ["MPS201"])
+    assert all(cached for cached, _ in checked().values())
+    # A comment in the helper: its summary is the same, so its importer's findings still hold.
+    (tmp_path / "helpers.py").write_text(HELPERS + "# a note\n")
+    after_comment = checked()
+    assert after_comment["train.py"][0] and after_comment["other.py"][0] and not after_comment["helpers.py"][0]
+    # The helper now returns a Python number: train.py is checked again (and its finding goes), other.py is not.
+    (tmp_path / "helpers.py").write_text(HELPERS.replace("return out", "return float(out)"))
+    after_change = checked()
+    assert after_change["train.py"] == (False, [])
+    assert after_change["other.py"][0]
+
+
+def test_a_new_module_where_an_import_pointed_rechecks_the_importer(tmp_path):
+    from mpslint.runner import Mode, run
+
+    write(tmp_path, {"train.py": TRAIN})
+    files = [(str(tmp_path / "train.py"), "train.py", Settings())]
+    cache_dir = tmp_path / "cache"
+    assert run(files, Mode(), cache_dir=cache_dir, jobs=1)[0].diagnostics == []
+    write(tmp_path, {"helpers.py": HELPERS})
+    result = run(files, Mode(), cache_dir=cache_dir, jobs=1)[0]
+    assert not result.cached and [d.code for d in result.diagnostics] == ["MPS201"]
+
+
+# ---------------------------------------------------------------- one file alone, and stdin, see the project
+
+
+@pytest.mark.parametrize("how", ["one file", "stdin"])
+def test_one_file_alone_and_stdin_read_the_modules_they_import(tmp_path, how, monkeypatch):
+    from click.testing import CliRunner
+
+    from mpslint.cli import main
+
+    write(tmp_path, {"helpers.py": HELPERS, "train.py": TRAIN})
+    monkeypatch.chdir(tmp_path)
+    if how == "one file":
+        result = CliRunner().invoke(main, ["--no-cache", "train.py"])
+    else:
+        result = CliRunner().invoke(main, ["--no-cache", "--stdin-filename", "train.py", "-"], input=TRAIN)
+    assert "train.py:11:11: MPS201" in result.output, result.output
+
+
+def test_imports_for_type_checkers_bind_nothing():
+    summary = summary_of(
+        """
+        from typing import TYPE_CHECKING
+        if TYPE_CHECKING:
+            from .heavy import *
+            from .models import Model
+        else:
+            from .light import fast
+        """
+    )
+    assert summary.stars == [] and "Model" not in summary.imports and "fast" in summary.imports
+
+
+def test_a_star_import_does_not_answer_for_a_name_the_file_binds(tmp_path):
+    write(tmp_path, {
+        "common.py": "import torch\ndtype = torch.float64\n",
+        "user.py": "from common import *\ndef cast(x, dtype):\n    return x.to(dtype)\n",
+    })
+    view = view_of(tmp_path / "user.py")
+    assert view.qualified("dtype") is None  # a parameter here, whatever common.py binds
+    assert view.qualified("torch") == "torch"
+    assert view.qualified("print") is None
