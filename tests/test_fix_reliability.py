@@ -176,19 +176,19 @@ CUDA = "import torch\nx = torch.zeros(1).cuda()\n"
 
 
 def test_a_fixed_file_that_cannot_be_written_counts_as_not_fixed(tmp_path, monkeypatch):
-    from mpslint import runner
+    from mpslint import writing
 
     enter(tmp_path, monkeypatch)
     for name in ("a.py", "b.py", "c.py"):
         (tmp_path / name).write_text(CUDA)
-    real = runner.write_atomic
+    real = writing.write_atomic
 
     def disk_full_for_b(path, data, **kw):
         if path.endswith("b.py"):
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(path, data, **kw)
 
-    monkeypatch.setattr(runner, "write_atomic", disk_full_for_b)
+    monkeypatch.setattr(writing, "write_atomic", disk_full_for_b)
     result = run("--fix", "--no-cache", "-j", "1", ".")
     assert result.exit_code == 2
     assert "error: b.py: cannot write the fixed file: No space left on device" in result.stderr
