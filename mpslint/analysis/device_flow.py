@@ -136,6 +136,7 @@ class DeviceFlow:
         self._attributes: Dict[Tuple[ast.AST, str], List[Tuple[int, ast.AST, ast.AST]]] = {}
         self.placed: Set[str] = set()  # every name placed somewhere in the file
         self.placed_in: Dict[Scope, Dict[str, List[int]]] = {}  # scope -> name -> where it is placed
+        self.to_cpu_in: Dict[Scope, Dict[str, List[int]]] = {}  # scope -> name -> where it moves back to the CPU
         self.prepared: Set[str] = set()  # names returned by accelerator.prepare(...)
         self.nn_objects: Set[str] = set()  # names bound to torch.nn.X(...) instances
         self.no_grad_functions: Set[ast.AST] = set()
@@ -370,7 +371,12 @@ class DeviceFlow:
         scope = tree.scope_of(use)
         here = self.placed_in.get(scope, {}).get(name)
         if here:
-            return here[0] < max(tree.index(use), 0)  # calls before `model.to(device)` run on the CPU
+            at = max(tree.index(use), 0)
+            if here[0] >= at:
+                return False  # calls before `model.to(device)` run on the CPU
+            # `model.to("cpu")` / `model.cpu()` after the last placement: the outputs are on the host again
+            last = max(i for i in here if i < at)
+            return not any(last < i < at for i in self.to_cpu_in.get(scope, {}).get(name, ()))
         if "." in name:
             return True  # self.model: shared by the methods of a class
         local = self.bindings.get(scope, {}).get(name, ())
@@ -400,7 +406,7 @@ class DeviceFlow:
             func = call.func
             if type(func) is _ATTRIBUTE:
                 method = func.attr
-                if method in ("to", "cuda", "to_empty"):
+                if method in ("to", "cuda", "to_empty", "cpu"):
                     if type(parent_of(call)) is ast.Expr:
                         events.append((tree.index(call), call))
                     if method == "to" and call.args:
@@ -424,7 +430,11 @@ class DeviceFlow:
                 self._note_placement(node)  # type: ignore[arg-type]
             else:
                 name = dotted_name(node.func.value)  # type: ignore[attr-defined]
-                if name and not moves_to_cpu(node, self):  # type: ignore[arg-type]
+                if not name:
+                    continue
+                if node.func.attr == "cpu" or _targets_the_cpu(node, self):  # type: ignore[attr-defined]
+                    self._note_cpu(name, node)
+                elif not moves_to_cpu(node, self):  # type: ignore[arg-type]
                     self._place(name, node)
         for places in self.placed_in.values():
             for spots in places.values():
@@ -500,6 +510,12 @@ class DeviceFlow:
         if type(value) is _CALL and type(value.func) is _ATTRIBUTE:
             method = value.func.attr
             receiver = value.func.value
+            if method == "cpu" or (method == "to" and _targets_the_cpu(value, self)):
+                # `model = model.cpu()`: that name's module is on the host from here
+                for target in targets:
+                    name = dotted_name(target)
+                    if name and name == dotted_name(receiver):
+                        self._note_cpu(name, node)
             if method in ("to", "cuda") and not moves_to_cpu(value, self):
                 if self._is_module_expression(receiver):
                     for target in targets:
@@ -586,6 +602,9 @@ class DeviceFlow:
     def _place(self, name: str, at: ast.AST) -> None:
         self.placed.add(name)
         self.placed_in.setdefault(self.tree.scope_of(at), {}).setdefault(name, []).append(self.tree.index(at))
+
+    def _note_cpu(self, name: str, at: ast.AST) -> None:
+        self.to_cpu_in.setdefault(self.tree.scope_of(at), {}).setdefault(name, []).append(self.tree.index(at))
 
     def _add_graph(self, scope: Scope, name: str, call: ast.AST) -> None:
         names = self._graph.setdefault(scope, set())  # type: ignore[union-attr]
@@ -1022,6 +1041,11 @@ def moves_to_cpu(call: ast.Call, flow: DeviceFlow) -> bool:
         return bool(args) and type(args[0]) is ast.Constant and isinstance(args[0].value, (str, bytes)) \
             and string_kind(args[0].value) is Kind.CPU  # type: ignore[attr-defined]
     return False
+
+
+def _targets_the_cpu(call: ast.Call, flow: DeviceFlow) -> bool:
+    """``.to("cpu")`` / ``.to(torch.device("cpu"))``: a move to the host (not a dtype-only ``.to``)."""
+    return call.func.attr == "to" and flow.to_target(call) is not None and moves_to_cpu(call, flow)  # type: ignore[attr-defined]
 
 
 def _arguments(call: ast.Call) -> List[ast.AST]:
