@@ -237,6 +237,27 @@ def test_floor_2_7_uses_the_accelerator_one_liner():
     assert "torch.backends.mps" not in out
 
 
+@pytest.mark.parametrize("floor", ["1.4", "1.11"])
+def test_below_torch_1_12_the_helper_still_runs(floor):
+    # torch < 1.12 has no torch.backends.mps: the helper must not raise there (issue 25)
+    out = fixed("import torch\nx = torch.ones(1).cuda()\n", ["MPS101"], torch_version=floor)
+    assert 'if hasattr(torch.backends, "mps") and torch.backends.mps.is_available():' in out
+    namespace = {}
+    exec(compile(out.replace("x = torch.ones(1).to(DEVICE)\n", ""), "fixed.py", "exec"), namespace)
+    assert namespace["DEVICE"].type in ("cuda", "mps", "cpu")
+    helper = d('''\
+        import torch
+
+
+        def get_device():
+            if torch.cuda.is_available():
+                return torch.device("cuda")
+            return torch.device("cpu")
+        ''')
+    assert 'if hasattr(torch.backends, "mps") and torch.backends.mps.is_available():' in fixed(helper, ["MPS103"], torch_version=floor)
+    assert "hasattr" not in fixed(helper, ["MPS103"], torch_version="1.12")
+
+
 def test_existing_helper_and_device_are_reused():
     src = "import torch\n" + HELPER_2_0 + "\n\nDEVICE = pick_device()\nx = torch.ones(1).cuda()\n"
     out = fixed(src, ["MPS101"])

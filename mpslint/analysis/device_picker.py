@@ -86,6 +86,16 @@ class DeviceRef:
         return self.text if self.kind == DEVICE_KIND else f"{self.torch}.device({self.text})"
 
 
+MPS_BACKEND: Tuple[int, int] = (1, 12)  # torch.backends.mps first exists
+
+
+def mps_is_available(torch: str, floor: Tuple[int, int]) -> str:
+    """The test for MPS that runs on the project's torch floor (no ``torch.backends.mps`` before 1.12)."""
+    if floor >= MPS_BACKEND:
+        return f"{torch}.backends.mps.is_available()"
+    return f'hasattr({torch}.backends, "mps") and {torch}.backends.mps.is_available()'
+
+
 def render_helper(torch: str, name: str, floor: Tuple[int, int]) -> str:
     if floor >= ACCELERATOR_ONE_LINER:
         return (
@@ -98,7 +108,7 @@ def render_helper(torch: str, name: str, floor: Tuple[int, int]) -> str:
         '    """CUDA if available, then Apple\'s MPS, then the CPU."""\n'
         f"    if {torch}.cuda.is_available():\n"
         f'        return {torch}.device("cuda")\n'
-        f"    if {torch}.backends.mps.is_available():\n"
+        f"    if {mps_is_available(torch, floor)}:\n"
         f'        return {torch}.device("mps")\n'
         f'    return {torch}.device("cpu")\n'
     )

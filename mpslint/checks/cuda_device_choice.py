@@ -7,6 +7,7 @@ from typing import Optional, Tuple
 
 from mpslint.analysis.availability import Availability
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
+from mpslint.analysis.device_picker import mps_is_available
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.checks.base import FixSpec, Rule, insert_line_after, replace, short
 from mpslint.checks.cuda_device_literal import assigns_device
@@ -187,11 +188,12 @@ class CudaOnlyDeviceChoice(Rule):
         indent = indent_of(self.ctx, node)
         step = default_indent(self.ctx)
         mps = f'{torch}.device("mps")' if cuda_side[1] else '"mps"'
+        available = mps_is_available(torch, picker(self.ctx).floor)
         if node.orelse:
-            text = f"{indent}elif {torch}.backends.mps.is_available():\n{indent}{step}return {mps}\n"
+            text = f"{indent}elif {available}:\n{indent}{step}return {mps}\n"
             return FixSpec.safe("Return MPS when CUDA is not available but MPS is",
                                 insert_line_after(node.body[-1], text))
-        text = f"{indent}if {torch}.backends.mps.is_available():\n{indent}{step}return {mps}\n"
+        text = f"{indent}if {available}:\n{indent}{step}return {mps}\n"
         return FixSpec.safe("Return MPS when CUDA is not available but MPS is", insert_line_after(node, text))
 
     def _fix_statement(self, node: ast.If) -> Optional[FixSpec]:
