@@ -8,11 +8,12 @@ from typing import Optional, Tuple
 from mpslint.analysis.availability import Availability
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
 from mpslint.analysis.device_picker import mps_is_available
+from mpslint.analysis.launchers import CudaLaunchers
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.checks.base import FixSpec, Rule, insert_line_after, replace, short
 from mpslint.checks.cuda_device_literal import assigns_device
 from mpslint.checks.guard_rewrite import guarded_outcome
-from mpslint.checks.rewriting import cuda, default_indent, indent_of, picker, starts_line, torch_name
+from mpslint.checks.rewriting import cuda, default_indent, for_collective, indent_of, picker, starts_line, torch_name
 
 MESSAGE = "this device choice picks CUDA or the CPU, never MPS; choose CUDA, then MPS, then the CPU"
 
@@ -74,6 +75,8 @@ class CudaOnlyDeviceChoice(Rule):
             return  # `"cuda" if xla_gpu else state.device.type` is not a CUDA-or-CPU choice
         if context.in_mps_aware_choice(node) or DEVICE in context.guards(node):
             return
+        if for_collective(ctx, node) is not None:
+            return  # a tensor made for all_reduce/all_gather: CUDA with NCCL, the CPU with gloo is right
         reported: ast.AST = node
         if (
             type(parent) is ast.Call
@@ -141,7 +144,32 @@ class CudaOnlyDeviceChoice(Rule):
         text = call.text if device_object else f"{call.text}.type"
         return FixSpec.safe(f"Use `{text}`", replace(reported, text), *call.edits)
 
+    def visit_Assert(self, node: ast.Assert) -> None:
+        self._launcher(node)
+
+    def _launcher(self, node: ast.stmt) -> bool:
+        """CUDA or exit: ``assert torch.cuda.is_available()``, ``if not torch.cuda.is_available(): sys.exit(1)``."""
+        found = self.ctx.analysis(CudaLaunchers).launcher(node)
+        if found is None or cuda(self.ctx).mentions_mps(node) or cuda(self.ctx).guards(node):
+            return found is not None
+        how = "this assert stops the program" if type(node) is ast.Assert else "this exits"
+        message = f"{how} where CUDA is not available, so on a Mac nothing after it runs; accept MPS too"
+        if found.blocker:
+            self.report(found.term, f"{message}; not fixed: {found.blocker}")
+            return True
+        torch = torch_name(self.ctx)
+        if torch is None:
+            self.report(found.term, message)
+            return True
+        either = f"{self.ctx.text(found.term)} or {mps_is_available(torch, picker(self.ctx).floor)}"
+        whole = type(node) is ast.Assert and node.test is found.term  # type: ignore[attr-defined]
+        text = either if whole else f"({either})"
+        self.report(found.term, message, fix=FixSpec.safe(f"Use `{either}`", replace(found.term, text)))
+        return True
+
     def visit_If(self, node: ast.If) -> None:
+        if self._launcher(node):
+            return
         context = cuda(self.ctx)
         if context.is_elif(node):
             return  # an elif: the chain is judged from its first `if`

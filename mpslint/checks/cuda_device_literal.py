@@ -9,7 +9,7 @@ from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.checks.base import FixSpec, Rule, insert_before, replace
 from mpslint.checks.guard_rewrite import guarded_outcome
-from mpslint.checks.rewriting import cuda, default_indent, first_statement, indent_of, picker, starts_line
+from mpslint.checks.rewriting import cuda, default_indent, first_statement, for_collective, indent_of, picker, starts_line
 
 Found = Tuple[ast.AST, Callable[[], Optional[FixSpec]]]
 
@@ -130,7 +130,7 @@ class CudaDeviceLiteral(Rule):
                   or keyword is None and call.args and call.args[0] is expr
                   and (ctx.qualify(call.func) == "torch.device"
                        or type(call.func) is ast.Attribute and call.func.attr == "to"))  # type: ignore[attr-defined]
-        if not places or _distributed_only(ctx, call):
+        if not places or distributed_only(ctx, call):
             return
         context = cuda(ctx)
         if not context.unguarded(call) or context.in_cuda_named_function(call):
@@ -197,6 +197,10 @@ class CudaDeviceLiteral(Rule):
         return FixSpec.safe(f"Use `{ref.text}`", replace(call, ref.text), *ref.edits)
 
     def _fix_reference(self, node: ast.AST) -> Optional[FixSpec]:
+        device = for_collective(self.ctx, node)
+        if device is not None:
+            # made for all_reduce/all_gather: NCCL needs CUDA, gloo (a Mac) the CPU; MPS tensors reach no backend
+            return FixSpec.safe(f"Use `{device}`: the collective's backend decides", replace(node, device))
         ref = picker(self.ctx).device_ref(node)
         if ref is None:
             return None
@@ -248,7 +252,7 @@ def _parameter_of_default(arguments: ast.arguments, default: ast.AST) -> Optiona
 _DISTRIBUTED = ("distributed", "world_size", "is_initialized", "ddp", "local_rank", "multiprocessing", "rank")
 
 
-def _distributed_only(ctx, node: ast.AST) -> bool:
+def distributed_only(ctx, node: ast.AST) -> bool:
     """Under a test about distributed training, or in a function whose name says so: one GPU per process by design."""
     child = node
     for parent in ctx.ancestors(node):

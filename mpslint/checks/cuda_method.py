@@ -8,7 +8,8 @@ from typing import Optional
 from mpslint.analysis.cuda_context import DEVICE
 from mpslint.checks.base import FixSpec, Rule
 from mpslint.checks.guard_rewrite import guarded_outcome
-from mpslint.checks.rewriting import cuda, movable, picker, to_device
+from mpslint.analysis.device_picker import STR_KIND, DeviceRef
+from mpslint.checks.rewriting import cuda, for_collective, movable, picker, to_device
 
 _TENSOR_KEYWORDS = ("device", "non_blocking", "memory_format")
 
@@ -47,6 +48,13 @@ class CudaMethod(Rule):
     def _fix(self, node: ast.Call) -> Optional[FixSpec]:
         if not movable(node):
             return None  # `.cuda(0)`, `.cuda(device=rank)`: a chosen GPU is not ours to change
+        device = for_collective(self.ctx, node)
+        if device is not None:
+            # made for all_reduce/all_gather: NCCL needs CUDA, gloo (a Mac) the CPU; MPS tensors reach no backend
+            if node.keywords:
+                return None
+            edit, new = to_device(self.ctx, node, DeviceRef(device, (), STR_KIND))
+            return FixSpec.safe(f"Replace `.cuda()` with `.{new}`: the collective's backend decides", edit)
         ref = picker(self.ctx).device_ref(node)
         if ref is None:
             return None
