@@ -378,8 +378,10 @@ def test_a_user_flag_in_the_choice_is_kept():
 
 
 def test_an_unfixed_choice_says_why():
-    [diag] = check('import torch\nd = "cuda:1" if torch.cuda.is_available() else "cpu"\n', ["MPS103"])
-    assert diag.fix is None and diag.message.endswith('; not fixed: "cuda:1" names a particular GPU')
+    # a particular GPU keeps its place on CUDA and gets MPS before the CPU (issue 25)
+    src = 'import torch\nd = "cuda:1" if torch.cuda.is_available() else "cpu"\n'
+    assert fixed(src, ["MPS103"]) == (
+        'import torch\nd = "cuda:1" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"\n')
     [diag] = check('import torch\nd = "cuda" if n_gpu > 0 else "cpu"\n', ["MPS103"])
     assert diag.fix is None and "not fixed: `n_gpu > 0` decides it" in diag.message
 
@@ -956,7 +958,8 @@ def test_the_first_gpu_is_the_gpu_unless_the_code_changes_the_current_one():
     out = fixed("import torch\nd = torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')\n", ["MPS103"])
     assert out.endswith("d = pick_device()\n")
     src = "import torch\ntorch.cuda.set_device(1)\nd = torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')\n"
-    assert check(src, ["MPS103"])[0].fix is None
+    assert fixed(src, ["MPS103"]).endswith(  # cuda:0 stays where CUDA is: only MPS is added
+        "d = torch.device('cuda:0' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu')\n")
 
 
 @pytest.mark.parametrize("test", ["torch.cuda.device_count() == 1", "torch.cuda.device_count() < 1",

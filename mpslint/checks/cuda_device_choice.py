@@ -11,7 +11,7 @@ from mpslint.analysis.device_picker import mps_is_available
 from mpslint.analysis.launchers import CudaLaunchers
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.checks.base import FixSpec, Rule, insert_line_after, replace, short
-from mpslint.checks.cuda_device_literal import assigns_device
+from mpslint.checks.cuda_device_literal import DISTRIBUTED_WORDS, assigns_device, indexed_cuda
 from mpslint.checks.guard_rewrite import guarded_outcome
 from mpslint.checks.rewriting import cuda, default_indent, for_collective, indent_of, picker, starts_line, torch_name
 
@@ -31,9 +31,13 @@ def _cuda_side(node: ast.AST) -> Optional[Tuple[str, bool]]:
     """("cuda", is a torch.device call) for ``"cuda"`` / ``torch.device("cuda")``; "cuda:N" for an indexed one."""
     if is_cuda_literal(node):
         return string_value(node), False  # type: ignore[return-value]
+    if indexed_cuda(node):
+        return "cuda:<index>", False  # f"cuda:{rank}", "cuda:%d" % i, "cuda:{}".format(gpu_ids[0])
     inner = _device_call(node)
     if inner is not None and is_cuda_literal(inner):
         return string_value(inner), True  # type: ignore[return-value]
+    if inner is not None and indexed_cuda(inner):
+        return "cuda:<index>", True
     if type(node) is ast.Call and (dotted_name(node.func) or "").endswith("device"):  # type: ignore[attr-defined]
         # torch.device("cuda", index=args.gpu), torch.device("cuda", rank)
         values = [*node.args, *(k.value for k in node.keywords)]  # type: ignore[attr-defined]
@@ -93,12 +97,12 @@ class CudaOnlyDeviceChoice(Rule):
         cuda_side, cpu = _cuda_side(node.body), _cpu_side(node.orelse)
         if cuda_side is None or cpu is None:
             return None, "the choice is more than CUDA or the CPU"
-        if cuda_side[0] == "cuda:<index>":
-            return None, "`torch.device(\"cuda\", index)` names a particular GPU"
         if cuda_side[0] == "cuda:0" and "set_device" not in self.ctx.source:
             cuda_side = ("cuda", cuda_side[1])  # the first GPU is the current one unless the code changes it
         if cuda_side[0] != "cuda":
-            return None, f'"{cuda_side[0]}" names a particular GPU'
+            # A particular GPU (`f"cuda:{rank}"`, `"cuda:1"`): keep it where CUDA is, add MPS before the CPU.
+            fix = self._fix_mps_branch(node, reported, cuda_side[1] or cpu)
+            return fix, "" if fix else f"`{short(self.ctx, node.body)}` names a particular GPU"
         if type(node.test) is ast.Attribute and node.test.attr == "is_cuda":
             return self._fix_is_cuda(node, reported), ""
         if _is_availability_call(self.ctx, node.test):
@@ -121,6 +125,28 @@ class CudaOnlyDeviceChoice(Rule):
             return FixSpec.safe(f"Use `{text}`", replace(reported, text), *call.edits), ""
         body = call.text if cuda_side[1] else f"{call.text}.type"
         return FixSpec.safe(f"Use `{body}` for the GPU", replace(node.body, body), *call.edits), ""
+
+    def _fix_mps_branch(self, node: ast.IfExp, reported: ast.AST, device_object: bool) -> Optional[FixSpec]:
+        """``<cuda:N> if <test> else <cpu>`` keeps its GPU where CUDA is and gets MPS where it is not.
+
+        An availability test: the CPU side becomes ``<mps> if mps-available else <cpu>`` (safe: the CPU is
+        still chosen wherever neither is). A user's flag (``if gpu_ids``): the GPU side becomes
+        ``<cuda:N> if torch.cuda.is_available() else <mps>`` (where CUDA is missing, the GPU side failed).
+        """
+        torch = torch_name(self.ctx)
+        if torch is None:
+            return None
+        inside = reported is not node and not _cuda_side(node.body)[1]  # type: ignore[index]
+        quote = "'" if "'cpu'" in self.ctx.text(node.orelse) else '"'  # as the code writes its strings
+        mps = f"{torch}.device({quote}mps{quote})" if device_object and not inside else f"{quote}mps{quote}"
+        available = mps_is_available(torch, picker(self.ctx).floor)
+        if _is_availability_call(self.ctx, node.test) or guarded_outcome(self.ctx, node.body) is not None:
+            text = f"{mps} if {available} else {self.ctx.text(node.orelse)}"
+            return FixSpec.safe(f"Choose MPS before the CPU: `{text}`", replace(node.orelse, text))
+        if not _user_flag(node.test) or any(w in self.ctx.text(node.test).lower() for w in DISTRIBUTED_WORDS):
+            return None  # `if args.distributed`: one GPU per process, a run a Mac does not make
+        text = f"({self.ctx.text(node.body)} if {torch}.cuda.is_available() else {mps})"
+        return FixSpec.safe(f"Use MPS for the GPU where CUDA is missing: `{text}`", replace(node.body, text))
 
     def _fix_is_cuda(self, node: ast.IfExp, reported: ast.AST) -> Optional[FixSpec]:
         """``"cuda" if x.is_cuda else "cpu"`` -> ``x.device.type``: where x is, MPS included."""
@@ -195,8 +221,8 @@ class CudaOnlyDeviceChoice(Rule):
         if not _is_availability_call(self.ctx, node.test) or len(node.body) != 1 or type(node.body[0]) is not ast.Return:
             return None
         cuda_side = _cuda_side(node.body[0].value) if node.body[0].value is not None else None
-        if cuda_side is None or cuda_side[0] != "cuda":
-            return None
+        if cuda_side is None:
+            return None  # a particular GPU (`f"cuda:{rank % n}"`) too: MPS is added where the CPU was returned
         torch = torch_name(self.ctx)
         place = self.ctx.tree.block_of(node)
         if torch is None or place is None or not starts_line(self.ctx, node):

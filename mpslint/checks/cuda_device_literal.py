@@ -43,11 +43,29 @@ def assigns_device(branch: ast.If) -> bool:
 
 
 def is_cuda_device_value(value: ast.AST) -> bool:
-    if is_cuda_literal(value):
+    if is_cuda_literal(value) or indexed_cuda(value):
         return True
     if type(value) is ast.Call and (dotted_name(value.func) or "").endswith("device"):  # type: ignore[attr-defined]
         first = _first_argument(value)  # type: ignore[arg-type]
-        return first is not None and is_cuda_literal(first)
+        if first is not None and string_value(first) == "cuda" and _argument_count(value) == 2:  # type: ignore[arg-type]
+            return True  # torch.device("cuda", rank)
+        return first is not None and (is_cuda_literal(first) or indexed_cuda(first))
+    return False
+
+
+def indexed_cuda(node: ast.AST) -> bool:
+    """A CUDA device name built from an index: ``f"cuda:{rank}"``, ``"cuda:%d" % i``, ``"cuda:{}".format(i)``,
+    ``"cuda:" + str(i)``."""
+    cls = type(node)
+    if cls is ast.JoinedStr:
+        first = node.values[0] if node.values else None  # type: ignore[attr-defined]
+        return string_value(first) is not None and string_value(first).startswith("cuda:")  # type: ignore[union-attr]
+    if cls is ast.BinOp and type(node.op) in (ast.Mod, ast.Add):  # type: ignore[attr-defined]
+        left = string_value(node.left)  # type: ignore[attr-defined]
+        return left is not None and (left == "cuda:" if type(node.op) is ast.Add else left.startswith("cuda:%"))  # type: ignore[attr-defined]
+    if cls is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "format":  # type: ignore[attr-defined]
+        text = string_value(node.func.value)  # type: ignore[attr-defined]
+        return text is not None and text.startswith("cuda:") and "{" in text
     return False
 
 
@@ -249,7 +267,7 @@ def _parameter_of_default(arguments: ast.arguments, default: ast.AST) -> Optiona
     return None
 
 
-_DISTRIBUTED = ("distributed", "world_size", "is_initialized", "ddp", "local_rank", "multiprocessing", "rank")
+DISTRIBUTED_WORDS = ("distributed", "world_size", "is_initialized", "ddp", "local_rank", "multiprocessing", "rank")
 
 
 def distributed_only(ctx, node: ast.AST) -> bool:
@@ -258,7 +276,7 @@ def distributed_only(ctx, node: ast.AST) -> bool:
     for parent in ctx.ancestors(node):
         cls = type(parent)
         if cls in (ast.If, ast.IfExp) and child is not parent.test:  # type: ignore[attr-defined]
-            if any(word in ctx.text(parent.test).lower() for word in _DISTRIBUTED):  # type: ignore[attr-defined]
+            if any(word in ctx.text(parent.test).lower() for word in DISTRIBUTED_WORDS):  # type: ignore[attr-defined]
                 return True
         if cls in (ast.FunctionDef, ast.AsyncFunctionDef) and any(w in parent.name.lower() for w in ("dist", "ddp", "worker")):  # type: ignore[attr-defined]
             return True
