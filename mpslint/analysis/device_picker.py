@@ -131,7 +131,7 @@ class DevicePicker:
         # The inline helper is torch 2.0 compatible unless a floor >= 2.7 is configured.
         self.floor = ctx.settings.torch_version[:2] if ctx.settings.torch_version else (2, 0)
         self.torch = torch_alias(ctx)
-        self.anchor = _import_block_end(module)
+        self.anchor = helper_anchor(module)
         self.helper_def: Optional[ast.AST] = None
         self.helper_bound = False
         self.hoisted: Optional[ast.AST] = None  # the existing `DEVICE = pick_device()`
@@ -607,17 +607,46 @@ def _import_block_end(module: ast.Module) -> Optional[ast.AST]:
     The prelude is the docstring, ``from __future__`` and imports, possibly
     interleaved with simple statements (``sys.path.insert(...)``,
     ``warnings.filterwarnings(...)``) and ``try: import ...`` blocks; it ends
-    at the first definition or other compound statement.
+    at the first definition or other compound statement, and at the first
+    statement with CUDA code in it (``x = torch.ones(1).cuda()``, which the
+    fixes rewrite to use the helper: it must come before).
     """
     last = None
     for stmt in module.body:
         if _contains_import(stmt):
             last = stmt
-        elif not is_compound(stmt):
-            continue
-        else:
+        elif is_compound(stmt) or _mentions_cuda(stmt):
             break
     return last
+
+
+def helper_anchor(module: ast.Module) -> Optional[ast.AST]:
+    """The statement after which the helper goes: the end of the leading imports, or, where torch is imported
+    only later (a notebook's cell 3, a script that imports torch after some code), the imports that follow
+    ``import torch``, in that cell."""
+    end = _import_block_end(module)
+    torch_import = _torch_import_statement(module)
+    if torch_import is None or end is None:
+        return end
+    body = module.body
+    at = body.index(torch_import)
+    if at <= body.index(end):
+        return end
+    last = torch_import
+    for stmt in body[at + 1:]:
+        if not _contains_import(stmt):
+            break
+        last = stmt
+    return last
+
+
+def _mentions_cuda(stmt: ast.AST) -> bool:
+    for node in ast.walk(stmt):
+        if type(node) is ast.Attribute and node.attr == "cuda":  # type: ignore[attr-defined]
+            return True
+        if type(node) is ast.Constant and isinstance(node.value, str) and node.value.startswith("cuda"):  # type: ignore[attr-defined]
+            return True
+    return False
 
 
 def _literal_not_cuda(value: ast.AST) -> bool:
