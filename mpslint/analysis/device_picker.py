@@ -36,8 +36,9 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 
 from mpslint.analysis.cuda_context import CudaContext, is_compound, is_cuda_literal
+from mpslint.analysis.package_helper import package_helper
 from mpslint.analysis.syntax import dotted_name, is_main_guard, parameters, string_value, target_names
-from mpslint.fixes.edits import NodeEdit, insert_before, insert_line_after
+from mpslint.fixes.edits import NodeEdit, insert_after, insert_before, insert_line_after
 from mpslint.knowledge.cuda_api import ACCELERATOR_ONE_LINER
 
 HOISTED = "DEVICE"
@@ -147,6 +148,12 @@ class DevicePicker:
                     self.hoisted_conflict = True
         if ctx.imports.bindings.get(self.helper) is not None:
             self.helper_bound = True
+        if setting == "inline" and not self.helper_bound:
+            # A helper in a module of this package that the file already imports: import it, not a copy.
+            found = package_helper(ctx, DEFAULT_HELPER)
+            if found is not None:
+                self.import_from, self.helper = found
+                self.helper_bound = ctx.imports.bindings.get(self.helper) is not None
         # scope -> name -> (statement index, prefers CUDA, holds a str), for every assignment of the name
         self.scopes: Dict[ast.AST, Dict[str, List[Tuple[int, bool, bool]]]] = {}
         self.params: Dict[ast.AST, Set[str]] = {}
@@ -466,6 +473,12 @@ class DevicePicker:
                 return (insert_line_after(self.helper_def, "\n\n" + device_line),)
             return (insert_line_after(self.anchor, self._pad("\n" + device_line, 1)),)
         if self.import_from is not None:
+            merge = self._import_to_extend()
+            if merge is not None:  # `from .utils import load` -> `from .utils import load, pick_device`
+                edits: Tuple[NodeEdit, ...] = (merge,)
+                if with_device:
+                    edits += (insert_line_after(self.anchor, self._pad("\n" + device_line, 1)),)
+                return edits
             text = f"from {self.import_from} import {self.helper}\n"
             if with_device:
                 text += "\n\n" + device_line
@@ -476,6 +489,19 @@ class DevicePicker:
             text += "\n\n" + device_line
             return (insert_line_after(self.anchor, self._pad(text, 1)),)
         return (insert_line_after(self.anchor, self._pad(text, 2)),)
+
+    def _import_to_extend(self) -> Optional[NodeEdit]:
+        """The edit adding the helper to the file's own one-line ``from <module> import ...`` of its module."""
+        for stmt in self.module.body:
+            if type(stmt) is not ast.ImportFrom or stmt.lineno != stmt.end_lineno:  # type: ignore[attr-defined]
+                continue
+            if "." * stmt.level + (stmt.module or "") != self.import_from or stmt.names[0].name == "*":
+                continue
+            text = self.ctx.text(stmt)
+            if text.endswith(")"):
+                return None
+            return insert_after(stmt, f", {self.helper}")
+        return None
 
     def _pad(self, text: str, blank: int) -> str:
         """End ``text`` so that at least ``blank`` empty lines separate it from the next statement."""
