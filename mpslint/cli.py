@@ -242,6 +242,8 @@ def _check(
             floors = _fix_floors(results, resolver, True)
             if floors and would:
                 click.echo(floors, err=True)
+            for line in _entry_points(results, after="--fix"):
+                click.echo(line, err=True)
         changed = any(r.diff for r in results)
         return 2 if failed else (1 if changed or io_errors else 0)
 
@@ -268,6 +270,8 @@ def _check(
         floors = _fix_floors(results, resolver, mode.fix)
         if floors and lines:
             lines.append(floors)
+        if mode.fix and lines and not use_stdin:
+            lines.extend(_entry_points(results))
         if lines:
             notes.append("\n".join(lines) + "\n")
     if machine:
@@ -312,6 +316,16 @@ def _fix_floors(results, resolver, fixing: bool) -> str:
         settings = config.settings
         floors.append((settings.torch_version, settings.torch_version_origin))
     return floor_note(floors, ASSUMED_FLOOR)
+
+
+def _entry_points(results, after: str = "") -> List[str]:
+    """Per entry point of a fix run: can it reach MPS now, or what blocks it (issue 25)."""
+    from mpslint.output.entry_points import entry_point_lines
+
+    lines = entry_point_lines([(r.display, r.text, r.diagnostics) for r in results if not r.error])
+    if lines and after:
+        lines[0] = lines[0].replace(" can reach MPS", f" can reach MPS after {after}", 1)
+    return lines
 
 
 def _plural(n: int) -> str:
