@@ -69,7 +69,7 @@ def test_user_flag_does_not_silence_placement():
     [
         # a test on the chosen device: already device-aware
         "import torch\nif x.device.type == 'cuda':\n    y = y.cuda()\n",
-        "import torch\nif x.is_cuda:\n    y = y.cuda()\n",
+        "import torch\nif x.is_cuda:\n    y = y.cuda()\n    torch.cuda.synchronize()\n",  # (a lone move: see below)
         # a branch of a cuda -> mps -> cpu chain
         "import torch\nif torch.cuda.is_available():\n    m.cuda()\nelif torch.backends.mps.is_available():\n    m.to('mps')\n",
         # implementing .cuda() is not calling it
@@ -967,3 +967,34 @@ def test_the_first_gpu_is_the_gpu_unless_the_code_changes_the_current_one():
 def test_device_count_compared_where_a_mac_answers_differently_is_reported(test):
     # 0 CUDA devices against the Mac's 1 accelerator: these answers change with the API, `> 1` does not.
     assert rows(f"import torch\nsingle = {test}\n", "MPS104") == [2]
+
+
+# `.cuda()` that follows another tensor's `is_cuda` (issue 25: a batched seq2seq loss's mask stayed on the CPU)
+
+def test_cuda_under_is_cuda_follows_that_tensor():
+    src = d("""\
+        import torch
+
+
+        def mask(lengths, n):
+            r = torch.arange(n)
+            if lengths.is_cuda:
+                r = r.cuda()
+            return r < lengths.unsqueeze(1)
+        """)
+    assert rows(src, "MPS101") == [7]
+    assert fixed(src, ["MPS101"]) == src.replace("    if lengths.is_cuda:\n        r = r.cuda()\n",
+                                                 "    r = r.to(lengths.device)\n")
+
+
+@pytest.mark.parametrize("body", [
+    "if x.is_cuda:\n    y = y.cuda()\n    z = 1",  # more than the move: the author's CUDA-only branch
+    "if x.is_cuda:\n    y = y.cuda()\nelse:\n    y = y.cpu()",
+    "if x.is_cuda:\n    y = z.cuda()",
+    "if x.is_cuda:\n    y = y.cuda(0)",
+    "if x.is_cuda:\n    # keep on the same GPU\n    y = y.cuda()",
+])
+def test_is_cuda_traps_are_not_rewritten(body):
+    src = "import torch\n\n\ndef f(x, y, z):\n" + "".join(f"    {line}\n" for line in body.split("\n")) + "    return y\n"
+    out = fix(src, ["MPS101"]).text
+    assert ".to(x.device)" not in out
