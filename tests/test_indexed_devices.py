@@ -84,3 +84,21 @@ def test_a_distributed_flag_is_reported_not_rewritten():
         ''')
     [diagnostic] = check(source, ["MPS103"])
     assert diagnostic.fix is None and "not fixed" in diagnostic.message
+
+
+def test_a_guard_choosing_a_particular_gpu_is_not_rewritten():
+    # `if torch.cuda.is_available() and use_gpu: device = torch.device("cuda:" + str(gpu_id))`: rewriting the guard
+    # alone would send a Mac to that CUDA device (found reading the Berkeley deep RL course's pytorch_util.py)
+    source = textwrap.dedent('''\
+        import torch
+
+
+        def init_gpu(use_gpu=True, gpu_id=0):
+            global device
+            if torch.cuda.is_available() and use_gpu:
+                device = torch.device("cuda:" + str(gpu_id))
+            else:
+                device = torch.device("cpu")
+        ''')
+    [diagnostic] = check(source, ["MPS103"])
+    assert diagnostic.fix is None and diagnostic.message.endswith("not fixed: it names a particular GPU")

@@ -21,6 +21,8 @@ from mpslint.analysis.availability import Availability
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.knowledge.cuda_api import CUDA_ONLY, RAISES_WITHOUT_CUDA
 
+# torch.cuda members the fixes migrate (or that answer the same on a Mac): code after a launcher may use them.
+MIGRATED = frozenset({"is_available", "synchronize", "empty_cache", "manual_seed", "manual_seed_all", "amp", "set_device"})
 _EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
 # CUDA-only packages: a file that imports one needs CUDA whatever its launcher says.
 CUDA_PACKAGES = frozenset({"triton", "apex", "cupy", "pycuda", "flash_attn", "xformers", "bitsandbytes", "numba.cuda",
@@ -53,7 +55,7 @@ class CudaLaunchers:
                 continue
             if blocker is None:
                 blocker = self._blocker()
-            self.by_statement[node] = Launcher(node, term, blocker)  # type: ignore[arg-type]
+            self.by_statement[node] = Launcher(node, term, blocker or self._needs_cuda_after(node))  # type: ignore[arg-type]
 
     def launcher(self, statement: ast.AST) -> Optional[Launcher]:
         return self.by_statement.get(statement)
@@ -80,6 +82,23 @@ class CudaLaunchers:
             if called in _EXITS:
                 return test.operand
         return None
+
+    def _needs_cuda_after(self, launcher: ast.AST) -> str:
+        """What the code the launcher guards (the rest of its block) needs of CUDA beyond what the fixes migrate."""
+        place = self.ctx.tree.block_of(launcher)
+        if place is None:
+            return ""
+        block, position = place
+        for stmt in block[position + 1:]:
+            for node in ast.walk(stmt):
+                if type(node) is not ast.Attribute:
+                    continue
+                name = self.ctx.qualify(node) or ""
+                if name.startswith("torch.cuda."):
+                    member = name[len("torch.cuda."):].split(".", 1)[0]
+                    if member not in MIGRATED:
+                        return f"the code after it uses `torch.cuda.{member}`"
+        return ""
 
     def _blocker(self) -> str:
         """What in this file needs CUDA itself, whatever the launcher says ("" if nothing)."""

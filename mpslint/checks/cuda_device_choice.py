@@ -12,6 +12,7 @@ from mpslint.analysis.launchers import CudaLaunchers
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.checks.base import FixSpec, Rule, insert_line_after, replace, short
 from mpslint.checks.cuda_device_literal import DISTRIBUTED_WORDS, assigns_device, indexed_cuda
+from mpslint.checks.distributed import DDP_BLOCKS, UnguardedDdp
 from mpslint.checks.guard_rewrite import guarded_outcome
 from mpslint.checks.rewriting import cuda, default_indent, for_collective, indent_of, picker, starts_line, torch_name
 
@@ -94,6 +95,8 @@ class CudaOnlyDeviceChoice(Rule):
         self.report(reported, MESSAGE + (f"; not fixed: {reason}" if fix is None and reason else ""), fix=fix)
 
     def _fix(self, node: ast.IfExp, reported: ast.AST) -> Tuple[Optional[FixSpec], str]:
+        if self.ctx.analysis(UnguardedDdp).found:
+            return None, DDP_BLOCKS
         cuda_side, cpu = _cuda_side(node.body), _cpu_side(node.orelse)
         if cuda_side is None or cpu is None:
             return None, "the choice is more than CUDA or the CPU"
@@ -181,8 +184,7 @@ class CudaOnlyDeviceChoice(Rule):
         how = "this assert stops the program" if type(node) is ast.Assert else "this exits"
         message = f"{how} where CUDA is not available, so on a Mac nothing after it runs; accept MPS too"
         if found.blocker:
-            self.report(found.term, f"{message}; not fixed: {found.blocker}")
-            return True
+            return True  # the code it guards needs CUDA: a guard, not a launcher to migrate (and not reported)
         torch = torch_name(self.ctx)
         if torch is None:
             self.report(found.term, message)
@@ -203,9 +205,12 @@ class CudaOnlyDeviceChoice(Rule):
             return
         if context.in_mps_aware_choice(node):
             return
-        fix = self._fix_returns(node) or self._fix_statement(node)
-        reason = ""
-        if fix is None:
+        ddp = self.ctx.analysis(UnguardedDdp).found
+        fix = None if ddp else self._fix_returns(node) or self._fix_statement(node)
+        reason = DDP_BLOCKS if ddp else ""
+        if fix is None and not ddp and _indexed_branch(node):
+            reason = "it names a particular GPU"  # the guard's rewrite would send a Mac to that CUDA device
+        elif fix is None and not ddp:
             guarded = guarded_outcome(self.ctx, node.body[0])
             if guarded is not None:
                 fix, reason = guarded.fix, guarded.reason
@@ -268,6 +273,16 @@ class CudaOnlyDeviceChoice(Rule):
         target = self.ctx.text(first.targets[0])
         text = f"{target} = {call.text}" + ("" if cuda_side[1] else ".type")
         return FixSpec.safe(f"Use `{text}`", replace(node, text), *call.edits)
+
+
+def _indexed_branch(node: ast.If) -> bool:
+    """The ``if`` body assigns or returns a particular GPU (``torch.device("cuda:" + str(i))``, ``f"cuda:{i}"``)."""
+    for stmt in node.body:
+        value = getattr(stmt, "value", None) if type(stmt) in (ast.Assign, ast.AnnAssign, ast.Return) else None
+        side = _cuda_side(value) if value is not None else None
+        if side is not None and side[0] != "cuda":
+            return True
+    return False
 
 
 def _user_flag(test: ast.AST) -> bool:

@@ -267,7 +267,8 @@ def _parameter_of_default(arguments: ast.arguments, default: ast.AST) -> Optiona
     return None
 
 
-DISTRIBUTED_WORDS = ("distributed", "world_size", "is_initialized", "ddp", "local_rank", "multiprocessing", "rank")
+DISTRIBUTED_WORDS = ("distributed", "world_size", "is_initialized", "ddp", "local_rank", "multiprocessing", "rank",
+                     "nodes")
 
 
 def distributed_only(ctx, node: ast.AST) -> bool:

@@ -10,6 +10,7 @@ accelerator (MPS there). Every fix keeps what CUDA machines ran.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Optional
 
 from mpslint.analysis.device_flow import DeviceFlow
@@ -25,6 +26,7 @@ DDP = frozenset({
     "torch.distributed.fsdp.fully_shard", "torch.distributed._composable.fsdp.fully_shard",
 })
 INIT = ("init_process_group", "new_group")
+_MPS_REACHABLE = re.compile(r"""\.cuda\(|["']cuda["']|\bmps\b|pick_device|current_accelerator""")
 NCCL_MESSAGE = 'the "nccl" backend is CUDA-only; use "gloo" (with CPU tensors) when not on CUDA'
 
 
@@ -83,11 +85,14 @@ def check_ddp(rule: Rule, node: ast.Call) -> None:
     if not context.unguarded(node):
         return
     torch = torch_name(ctx)
+    if distributed_only(ctx, node) or _in_distributed_class(ctx, node):
+        return  # `if args.distributed:`, a DDP strategy class: a run a Mac does not make
+    source = ctx.source
+    cuda_code = any(marker in source for marker in (".cuda(", "torch.cuda", '"cuda', "'cuda", "nccl"))
     for name in ("device_ids", "output_device"):
         item = keyword_node(node, name)
-        if item is None or type(item.value) in (ast.IfExp,) or string_value(item.value) is not None \
-                or (type(item.value) is ast.Constant and item.value.value is None):  # type: ignore[attr-defined]
-            continue
+        if item is None or not cuda_code or type(item.value) not in (ast.List, ast.Name, ast.Attribute, ast.Subscript):
+            continue  # computed ids (`self.determine_device_ids()`) may name any accelerator's devices
         fix = None
         if torch is not None:
             text = f"{ctx.text(item.value)} if {torch}.cuda.is_available() else None"
@@ -95,9 +100,42 @@ def check_ddp(rule: Rule, node: ast.Call) -> None:
         rule.report(item.value, f"`{name}` names CUDA GPUs: DistributedDataParallel raises with it for a model on "
                                 "MPS or the CPU; pass it only where CUDA is available", fix=fix)
     model = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg in ("module", "model")), None)
-    if model is None or distributed_only(ctx, node):
+    if model is None:
         return
-    if ctx.analysis(DeviceFlow).is_placed(model):
+    if _MPS_REACHABLE.search(ctx.source) and ctx.analysis(DeviceFlow).is_placed(model):
+        # placed with `.cuda()` / "cuda" (which the fixes turn into the picker) or a choice that knows MPS: on a Mac
+        # the model is on MPS; a CUDA-or-CPU choice (left so in such a file) keeps it on the CPU, where gloo works
         rule.report(node, "DistributedDataParallel/FSDP of a model on the accelerator: on a Mac no backend takes "
                           "MPS tensors (gloo: CPU and CUDA only), so this fails there; wrap the model only when "
                           "distributed on CUDA (`if torch.distributed.is_initialized() and device.type == \"cuda\":`)")
+
+
+def _in_distributed_class(ctx, node: ast.AST) -> bool:
+    """In a class whose name says it is the distributed code path (``DDPStrategy``, ``FSDPWrapper``)."""
+    for parent in ctx.ancestors(node):
+        if type(parent) is ast.ClassDef:
+            name = parent.name.lower()
+            return any(word in name for word in ("ddp", "fsdp", "distributed", "parallel"))
+    return False
+
+
+DDP_BLOCKS = "the model goes into DistributedDataParallel/FSDP, which no backend runs on MPS: on a Mac it runs on the CPU"
+
+
+class UnguardedDdp:
+    """Per file: ``ctx.analysis(UnguardedDdp).found``: a DDP/FSDP wrap a Mac run would make.
+
+    In such a file a device choice that falls back to the CPU is not given MPS: on a Mac the original ran on the CPU
+    with gloo, and with the model on MPS the wrap would fail (the wrap itself is reported).
+    """
+
+    def __init__(self, ctx) -> None:
+        self.found = False
+        if "DistributedDataParallel" not in ctx.source and "DDP" not in ctx.source and "FSDP" not in ctx.source \
+                and "fully_shard" not in ctx.source:
+            return
+        for node in ctx.tree.of_type(ast.Call):
+            if (ctx.qualify(node.func) or "") in DDP and not distributed_only(ctx, node) \
+                    and not _in_distributed_class(ctx, node):  # type: ignore[attr-defined]
+                self.found = True
+                return
