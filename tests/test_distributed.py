@@ -78,6 +78,10 @@ def test_a_file_that_needs_cuda_anyway_is_not_a_launcher():
     rng = "import torch\n\nif not torch.cuda.is_available():\n    raise RuntimeError('no CUDA')\n" \
           "torch.cuda.set_rng_state_all(states)\n"
     assert check(rng, ["MPS103"]) == []
+    for after in ("torch.set_default_device('cuda:0')", "device = torch.device('cuda', local_rank)"):
+        assert check(rng.replace("torch.cuda.set_rng_state_all(states)", after), ["MPS103"]) == []
+    nccl = "import torch\n\nif backend == 'nccl':\n    if not torch.cuda.is_available():\n        raise RuntimeError('x')\n"
+    assert check(nccl, ["MPS103"]) == []
 
 
 def test_after_a_fixable_raise_launcher_the_code_runs_on_a_mac():

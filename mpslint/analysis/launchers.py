@@ -88,9 +88,18 @@ class CudaLaunchers:
         place = self.ctx.tree.block_of(launcher)
         if place is None:
             return ""
+        for parent in self.ctx.tree.ancestors(launcher):
+            if type(parent) is ast.If and "nccl" in self.ctx.text(parent.test):  # type: ignore[attr-defined]
+                return "it guards an NCCL-only branch"
         block, position = place
         for stmt in block[position + 1:]:
             for node in ast.walk(stmt):
+                text = string_value(node)
+                if text is not None and text.startswith("cuda:"):
+                    return f"the code after it names a particular GPU ({text!r})"  # `set_default_device("cuda:0")`
+                if type(node) is ast.Call and (self.ctx.qualify(node.func) or "") == "torch.device" \
+                        and len(node.args) + len(node.keywords) == 2:  # type: ignore[attr-defined]
+                    return "the code after it names a particular GPU (`torch.device(\"cuda\", index)`)"
                 if type(node) is not ast.Attribute:
                     continue
                 name = self.ctx.qualify(node) or ""
