@@ -334,6 +334,8 @@ def _check(
             floors = _fix_floors(results, resolver, True)
             if floors and would:
                 click.echo(floors, err=True)
+            for line in _entry_points(results, after="--fix"):
+                click.echo(line, err=True)
         changed = any(r.diff for r in results)
         return 2 if failed else (1 if changed or io_errors else 0)
 
@@ -373,6 +375,8 @@ def _check(
         gates = _gate_floors(results, resolver)
         if gates and lines:
             lines.append(gates)
+        if mode.fix and lines and not use_stdin:
+            lines.extend(_entry_points(results))
         if lines:
             notes.append("\n".join(lines) + "\n")
     if machine:
@@ -442,6 +446,16 @@ def _gate_floors(results, resolver) -> str:
 
 # Findings that compare a feature with the project's torch floor (MPS501/MPS502 name their torch in each message).
 VERSION_GATED = frozenset({"MPS504"})
+
+
+def _entry_points(results, after: str = "") -> List[str]:
+    """Per entry point of a fix run: can it reach MPS now, or what blocks it (issue 25)."""
+    from mpslint.output.entry_points import entry_point_lines
+
+    lines = entry_point_lines([(r.display, r.text, r.diagnostics) for r in results if not r.error])
+    if lines and after:
+        lines[0] = lines[0].replace(" can reach MPS", f" can reach MPS after {after}", 1)
+    return lines
 
 
 def _plural(n: int) -> str:

@@ -55,6 +55,9 @@ def fix_text(
     if any(d.code == INVALID_SYNTAX for d in diagnostics):
         outcome.diagnostics = diagnostics
         return outcome
+    # `fixed` counts the check's findings that were fixed: a later pass may fix what earlier fixes left
+    # behind (an import nothing uses any more), which was no finding of the check and is not counted.
+    budget = Counter(d.code for d in diagnostics)
     for _ in range(MAX_PASSES):
         chosen = choose_fixes(diagnostics, unsafe=unsafe)
         if not chosen:
@@ -71,12 +74,20 @@ def fix_text(
             break
         outcome.passes += 1
         outcome.text = candidate
-        outcome.fixed.update(d.code for d in chosen)
+        tally(outcome.fixed, budget, chosen)
         diagnostics = result.diagnostics
     else:
         outcome.error = f"fixes did not converge after {MAX_PASSES} passes"
     outcome.diagnostics = diagnostics
     return outcome
+
+
+def tally(fixed: Counter, budget: Counter, chosen: Sequence[Diagnostic]) -> None:
+    """Count the fixes of a pass as fixed findings of the check, at most as many per code as it reported."""
+    for diagnostic in chosen:
+        if budget[diagnostic.code] > 0:
+            budget[diagnostic.code] -= 1
+            fixed[diagnostic.code] += 1
 
 
 def _parses(text: str) -> bool:

@@ -69,7 +69,7 @@ def test_user_flag_does_not_silence_placement():
     [
         # a test on the chosen device: already device-aware
         "import torch\nif x.device.type == 'cuda':\n    y = y.cuda()\n",
-        "import torch\nif x.is_cuda:\n    y = y.cuda()\n",
+        "import torch\nif x.is_cuda:\n    y = y.cuda()\n    torch.cuda.synchronize()\n",  # (a lone move: see below)
         # a branch of a cuda -> mps -> cpu chain
         "import torch\nif torch.cuda.is_available():\n    m.cuda()\nelif torch.backends.mps.is_available():\n    m.to('mps')\n",
         # implementing .cuda() is not calling it
@@ -237,6 +237,27 @@ def test_floor_2_7_uses_the_accelerator_one_liner():
     assert "torch.backends.mps" not in out
 
 
+@pytest.mark.parametrize("floor", ["1.4", "1.11"])
+def test_below_torch_1_12_the_helper_still_runs(floor):
+    # torch < 1.12 has no torch.backends.mps: the helper must not raise there (issue 25)
+    out = fixed("import torch\nx = torch.ones(1).cuda()\n", ["MPS101"], torch_version=floor)
+    assert 'if hasattr(torch.backends, "mps") and torch.backends.mps.is_available():' in out
+    namespace = {}
+    exec(compile(out.replace("x = torch.ones(1).to(DEVICE)\n", ""), "fixed.py", "exec"), namespace)
+    assert namespace["DEVICE"].type in ("cuda", "mps", "cpu")
+    helper = d('''\
+        import torch
+
+
+        def get_device():
+            if torch.cuda.is_available():
+                return torch.device("cuda")
+            return torch.device("cpu")
+        ''')
+    assert 'if hasattr(torch.backends, "mps") and torch.backends.mps.is_available():' in fixed(helper, ["MPS103"], torch_version=floor)
+    assert "hasattr" not in fixed(helper, ["MPS103"], torch_version="1.12")
+
+
 def test_existing_helper_and_device_are_reused():
     src = "import torch\n" + HELPER_2_0 + "\n\nDEVICE = pick_device()\nx = torch.ones(1).cuda()\n"
     out = fixed(src, ["MPS101"])
@@ -357,8 +378,10 @@ def test_a_user_flag_in_the_choice_is_kept():
 
 
 def test_an_unfixed_choice_says_why():
-    [diag] = check('import torch\nd = "cuda:1" if torch.cuda.is_available() else "cpu"\n', ["MPS103"])
-    assert diag.fix is None and diag.message.endswith('; not fixed: "cuda:1" names a particular GPU')
+    # a particular GPU keeps its place on CUDA and gets MPS before the CPU (issue 25)
+    src = 'import torch\nd = "cuda:1" if torch.cuda.is_available() else "cpu"\n'
+    assert fixed(src, ["MPS103"]) == (
+        'import torch\nd = "cuda:1" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"\n')
     [diag] = check('import torch\nd = "cuda" if n_gpu > 0 else "cpu"\n', ["MPS103"])
     assert diag.fix is None and "not fixed: `n_gpu > 0` decides it" in diag.message
 
@@ -936,7 +959,8 @@ def test_the_first_gpu_is_the_gpu_unless_the_code_changes_the_current_one():
     out = fixed("import torch\nd = torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')\n", ["MPS103"])
     assert out.endswith("d = pick_device()\n")
     src = "import torch\ntorch.cuda.set_device(1)\nd = torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')\n"
-    assert check(src, ["MPS103"])[0].fix is None
+    assert fixed(src, ["MPS103"]).endswith(  # cuda:0 stays where CUDA is: only MPS is added
+        "d = torch.device('cuda:0' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu')\n")
 
 
 @pytest.mark.parametrize("test", ["torch.cuda.device_count() == 1", "torch.cuda.device_count() < 1",
@@ -944,3 +968,34 @@ def test_the_first_gpu_is_the_gpu_unless_the_code_changes_the_current_one():
 def test_device_count_compared_where_a_mac_answers_differently_is_reported(test):
     # 0 CUDA devices against the Mac's 1 accelerator: these answers change with the API, `> 1` does not.
     assert rows(f"import torch\nsingle = {test}\n", "MPS104") == [2]
+
+
+# `.cuda()` that follows another tensor's `is_cuda` (issue 25: a batched seq2seq loss's mask stayed on the CPU)
+
+def test_cuda_under_is_cuda_follows_that_tensor():
+    src = d("""\
+        import torch
+
+
+        def mask(lengths, n):
+            r = torch.arange(n)
+            if lengths.is_cuda:
+                r = r.cuda()
+            return r < lengths.unsqueeze(1)
+        """)
+    assert rows(src, "MPS101") == [7]
+    assert fixed(src, ["MPS101"]) == src.replace("    if lengths.is_cuda:\n        r = r.cuda()\n",
+                                                 "    r = r.to(lengths.device)\n")
+
+
+@pytest.mark.parametrize("body", [
+    "if x.is_cuda:\n    y = y.cuda()\n    z = 1",  # more than the move: the author's CUDA-only branch
+    "if x.is_cuda:\n    y = y.cuda()\nelse:\n    y = y.cpu()",
+    "if x.is_cuda:\n    y = z.cuda()",
+    "if x.is_cuda:\n    y = y.cuda(0)",
+    "if x.is_cuda:\n    # keep on the same GPU\n    y = y.cuda()",
+])
+def test_is_cuda_traps_are_not_rewritten(body):
+    src = "import torch\n\n\ndef f(x, y, z):\n" + "".join(f"    {line}\n" for line in body.split("\n")) + "    return y\n"
+    out = fix(src, ["MPS101"]).text
+    assert ".to(x.device)" not in out

@@ -46,7 +46,8 @@ FIRST = 16
         ("MPS201", "n = int((out.argmax(-1) == y).sum())"),
         ("MPS201", "correct = (out.argmax(1) == y).sum().item()"),
         ("MPS202", "preds = out.argmax(-1).cpu()"),
-        ("MPS301", "arr = out.detach().numpy()"),  # raises on MPS: not a copy (MPS202)
+        ("MPS301", "arr = out.detach().numpy()"),  # raises on MPS ...
+        ("MPS202", "arr = out.detach().numpy()"),  # ... and the `.cpu()` it needs is a copy every step
         ("MPS202", "host = out.to('cpu')"),
         ("MPS202", "host = out.to(torch.device('cpu'))"),
         ("MPS202", "arr = np.asarray(out.detach())"),

@@ -322,3 +322,39 @@ def test_report_places_notebook_findings_in_their_cells(work):
     assert '<span class="loc">cell 1:2:5</span>' in html and '<span class="loc">cell 2:1:5</span>' in html
     data = json.loads(run("report", "--output-format", "json", "nb.ipynb").stdout)
     assert sorted((f["cell"], f["row"]) for f in data["files"][0]["findings"]) == [(1, 2), (2, 1)]
+
+
+# Where the device picker goes in a notebook (issue 25 item 3): right after the first torch import, in that cell,
+# before the first use, whatever cells come before it.
+PICKER_CASES = {
+    "torch imported in the cell that chooses the device": (
+        ["import numpy as np\nx = np.zeros(3)", "print(x)\nfor i in range(2):\n    pass",
+         "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')",
+         "model = torch.nn.Linear(2, 2).to(device)"],
+        3, "device = pick_device()",
+    ),
+    "an import in a later cell": (
+        ["import torch", "x = torch.ones(1).cuda()", "import matplotlib.pyplot as plt\nplt.plot([1])"],
+        1, "x = torch.ones(1).to(DEVICE)",
+    ),
+    "torch imported after code cells": (
+        ["!pip install torch", "import os\nprint(os.getcwd())\nif True:\n    pass",
+         "import torch\nimport torch.nn as nn", "class Net(nn.Module):\n    pass", "net = Net().cuda()"],
+        3, "net = Net().to(DEVICE)",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(PICKER_CASES))
+def test_the_picker_goes_after_the_first_torch_import_in_that_cell(name):
+    from mpslint.config import Settings
+    from mpslint.notebook.lint import fix_sources
+
+    cells, helper_cell, use = PICKER_CASES[name]
+    out = fix_sources(list(enumerate(cells, 1)), "nb.ipynb", Settings(), unsafe=False)
+    assert out.error is None and out.check.diagnostics == [] and sum(out.fixed.values()) == 1
+    sources = [out.sources[n] for n in sorted(out.sources)]
+    assert [n for n, text in enumerate(sources, 1) if "def pick_device" in text] == [helper_cell]
+    assert sources[helper_cell - 1].startswith(cells[helper_cell - 1].split("\n")[0])  # after the import, in its cell
+    first_use = next(n for n, text in enumerate(sources, 1) if "pick_device()" in text or "DEVICE)" in text)
+    assert first_use == helper_cell and any(use in text for text in sources[helper_cell - 1:])

@@ -157,6 +157,13 @@ for inputs, targets in loader:
         ("return x.to(device).double()", "return x.to(device).float()"),
         ("return x.to(device, torch.float64)", "return x.to(device, torch.float32)"),
         ("return x.to(device).to(dtype=torch.float64)", "return x.to(device).to(dtype=torch.float32)"),
+        # host data at the move to the device (issue 25 item 5)
+        ("return torch.tensor(np.random.rand(3), device=device)",
+         "return torch.tensor(np.random.rand(3), dtype=torch.float32, device=device)"),
+        ("return torch.as_tensor(np.asarray(a) / 255, device=device)",
+         "return torch.as_tensor(np.asarray(a) / 255, dtype=torch.float32, device=device)"),
+        ("return torch.zeros(3, dtype=torch.float64).to(device)", "return torch.zeros(3, dtype=torch.float64).float().to(device)"),
+        ("return torch.ones(3).double().to(device)", "return torch.ones(3).float().to(device)"),
     ],
 )
 def test_float64_to_device(line, fixed):
@@ -192,6 +199,10 @@ def test_set_default_dtype_in_a_device_script():
         "return x.cpu().double()",
         "return torch.zeros(3, dtype=torch.float64, device='cpu')",
         "return x.double()",  # placement unknown
+        "return torch.tensor([1, 2], device=device)",  # ints
+        "return torch.zeros(3, dtype=torch.float64).to('cpu')",
+        "return torch.zeros(3, dtype=torch.float64).to(device, torch.float32)",
+        "return torch.ones(3).double().float().to(device)",
     ],
 )
 def test_float64_traps(line):

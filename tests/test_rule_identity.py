@@ -141,6 +141,8 @@ def test_adding_a_rule_is_a_page_and_a_module(new_rule):
 DIFFERENT_FINDINGS = {
     frozenset({"MPS104", "MPS203"}): "a CUDA-only synchronize that also runs every step: migrating the call "
                                      "(MPS104) keeps the per-step wait (MPS203)",
+    frozenset({"MPS202", "MPS301"}): "`.numpy()` of a device tensor every step: it raises on MPS (MPS301), and the "
+                                     "`.cpu()` it needs copies every step (MPS202), so the fixed code adds no finding",
     frozenset({"MPS101", "MPS404"}): "`.cuda()` in a Dataset or collate_fn run by workers: migrating it to "
                                      "`.to(device)` (MPS101) still places the tensor in a worker (MPS404)",
 }

@@ -29,6 +29,7 @@ import re
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from mpslint.analysis.project import facts
+from mpslint.analysis.launchers import CudaLaunchers
 from mpslint.analysis.syntax import bool_sides, dotted_name, string_value
 from mpslint.analysis.tree import Tree
 
@@ -253,6 +254,8 @@ class CudaContext:
         last = stmt.body[-1] if stmt.body else None  # type: ignore[attr-defined]
         if type(last) not in (ast.Return, ast.Raise, ast.Continue, ast.Break):
             return None
+        if type(last) is ast.Raise and self.ctx.analysis(CudaLaunchers).migratable(stmt):
+            return None  # CUDA or exit, and nothing else needs CUDA: MPS103 lets MPS in, so what follows runs on a Mac
         test = stmt.test  # type: ignore[attr-defined]
         if type(test) is ast.BoolOp and type(test.op) is ast.Or:
             # `if not torch.cuda.is_available() or other: return`, `if device.type != "cuda" or ...: return`

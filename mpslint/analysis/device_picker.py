@@ -41,8 +41,9 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 
 from mpslint.analysis.cuda_context import CudaContext, is_compound, is_cuda_literal
+from mpslint.analysis.package_helper import package_helper
 from mpslint.analysis.syntax import dotted_name, is_main_guard, parameters, string_value, target_names
-from mpslint.fixes.edits import NodeEdit, insert_before, insert_line_after
+from mpslint.fixes.edits import NodeEdit, insert_after, insert_before, insert_line_after
 from mpslint.knowledge.cuda_api import ACCELERATOR_ONE_LINER
 
 HOISTED = "DEVICE"
@@ -93,6 +94,16 @@ class DeviceRef:
         return self.text if self.kind == DEVICE_KIND else f"{self.torch}.device({self.text})"
 
 
+MPS_BACKEND: Tuple[int, int] = (1, 12)  # torch.backends.mps first exists
+
+
+def mps_is_available(torch: str, floor: Tuple[int, int]) -> str:
+    """The test for MPS that runs on the project's torch floor (no ``torch.backends.mps`` before 1.12)."""
+    if floor >= MPS_BACKEND:
+        return f"{torch}.backends.mps.is_available()"
+    return f'hasattr({torch}.backends, "mps") and {torch}.backends.mps.is_available()'
+
+
 def render_helper(torch: str, name: str, floor: Tuple[int, int]) -> str:
     if floor >= ACCELERATOR_ONE_LINER:
         return (
@@ -105,7 +116,7 @@ def render_helper(torch: str, name: str, floor: Tuple[int, int]) -> str:
         '    """CUDA if available, then Apple\'s MPS, then the CPU."""\n'
         f"    if {torch}.cuda.is_available():\n"
         f'        return {torch}.device("cuda")\n'
-        f"    if {torch}.backends.mps.is_available():\n"
+        f"    if {mps_is_available(torch, floor)}:\n"
         f'        return {torch}.device("mps")\n'
         f'    return {torch}.device("cpu")\n'
     )
@@ -124,7 +135,7 @@ class DevicePicker:
         # The inline helper is torch 2.0 compatible unless a floor >= 2.7 is configured.
         self.floor = ctx.settings.torch_version[:2] if ctx.settings.torch_version else (2, 0)
         self.torch = torch_alias(ctx)
-        self.anchor = _import_block_end(ctx)
+        self.anchor = helper_anchor(ctx)
         self.helper_def: Optional[ast.AST] = None  # the module's own helper, reused
         self.helper_bound = False
         if setting != "inline" and ":" in setting:
@@ -141,6 +152,12 @@ class DevicePicker:
                     self.hoisted = stmt
                 else:
                     self.hoisted_conflict = True
+        if setting == "inline" and self.helper_def is None and not self.helper_bound:
+            # A helper in a module of this package that the file already imports: import it, not a copy.
+            found = package_helper(ctx, DEFAULT_HELPER)
+            if found is not None:
+                self.import_from, self.helper = found
+                self.helper_bound = ctx.imports.bindings.get(self.helper) is not None
         # scope -> name -> (statement index, prefers CUDA, holds a str), for every assignment of the name
         self.scopes: Dict[ast.AST, Dict[str, List[Tuple[int, bool, bool]]]] = {}
         self.params: Dict[ast.AST, Set[str]] = {}
@@ -497,6 +514,12 @@ class DevicePicker:
                 return (insert_line_after(self.helper_def, "\n\n" + device_line),)
             return (insert_line_after(self.anchor, self._pad("\n" + device_line, 1)),)
         if self.import_from is not None:
+            merge = self._import_to_extend()
+            if merge is not None:  # `from .utils import load` -> `from .utils import load, pick_device`
+                edits: Tuple[NodeEdit, ...] = (merge,)
+                if with_device:
+                    edits += (insert_line_after(self.anchor, self._pad("\n" + device_line, 1)),)
+                return edits
             text = f"from {self.import_from} import {self.helper}\n"
             if with_device:
                 text += "\n\n" + device_line
@@ -507,6 +530,19 @@ class DevicePicker:
             text += "\n\n" + device_line
             return (insert_line_after(self.anchor, self._pad(text, 1)),)
         return (insert_line_after(self.anchor, self._pad(text, 2)),)
+
+    def _import_to_extend(self) -> Optional[NodeEdit]:
+        """The edit adding the helper to the file's own one-line ``from <module> import ...`` of its module."""
+        for stmt in self.module.body:
+            if type(stmt) is not ast.ImportFrom or stmt.lineno != stmt.end_lineno:  # type: ignore[attr-defined]
+                continue
+            if "." * stmt.level + (stmt.module or "") != self.import_from or stmt.names[0].name == "*":
+                continue
+            text = self.ctx.text(stmt)
+            if text.endswith(")"):
+                return None
+            return insert_after(stmt, f", {self.helper}")
+        return None
 
     def _pad(self, text: str, blank: int) -> str:
         """End ``text`` so that at least ``blank`` empty lines separate it from the next statement."""
@@ -639,7 +675,8 @@ def _import_block_end(ctx) -> Optional[ast.AST]:
     interleaved with simple statements (``sys.path.insert(...)``,
     ``warnings.filterwarnings(...)``) and ``try: import ...`` blocks; it ends
     at the first definition or other compound statement, and before the first
-    statement with CUDA code in it: the helper must be defined before the code
+    statement with CUDA code in it (``x = torch.ones(1).cuda()``, which the
+    fixes rewrite to use the helper): the helper must be defined before the code
     that needs it, even where imports follow (a notebook that imports in each cell).
     """
     module = ctx.module
@@ -650,9 +687,7 @@ def _import_block_end(ctx) -> Optional[ast.AST]:
             break
         if _contains_import(stmt):
             last = stmt
-        elif not is_compound(stmt):
-            continue
-        else:
+        elif is_compound(stmt) or _mentions_cuda(stmt):
             break
     return last
 
@@ -732,6 +767,36 @@ def _callable_without_arguments(function: ast.FunctionDef) -> bool:
         if dotted_name(target) not in _CACHING_DECORATORS:
             return False
     return True
+
+
+def helper_anchor(ctx) -> Optional[ast.AST]:
+    """The statement after which the helper goes: the end of the leading imports, or, where torch is imported
+    only later (a notebook's cell 3, a script that imports torch after some code), the imports that follow
+    ``import torch``, in that cell."""
+    module = ctx.module
+    end = _import_block_end(ctx)
+    torch_import = _torch_import_statement(module)
+    if torch_import is None or end is None:
+        return end
+    body = module.body
+    at = body.index(torch_import)
+    if at <= body.index(end):
+        return end
+    last = torch_import
+    for stmt in body[at + 1:]:
+        if not _contains_import(stmt):
+            break
+        last = stmt
+    return last
+
+
+def _mentions_cuda(stmt: ast.AST) -> bool:
+    for node in ast.walk(stmt):
+        if type(node) is ast.Attribute and node.attr == "cuda":  # type: ignore[attr-defined]
+            return True
+        if type(node) is ast.Constant and isinstance(node.value, str) and node.value.startswith("cuda"):  # type: ignore[attr-defined]
+            return True
+    return False
 
 
 def _literal_not_cuda(value: ast.AST) -> bool:

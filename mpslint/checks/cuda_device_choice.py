@@ -7,14 +7,17 @@ from typing import Optional, Tuple
 
 from mpslint.analysis.availability import Availability
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
-from mpslint.analysis.device_picker import NO_PICKER
+from mpslint.analysis.device_picker import NO_PICKER, mps_is_available
+from mpslint.analysis.launchers import CudaLaunchers
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.checks.base import FixSpec, Rule, insert_line_after, replace, short
-from mpslint.checks.cuda_device_literal import assigns_device
+from mpslint.checks.cuda_device_literal import DISTRIBUTED_WORDS, assigns_device, indexed_cuda
+from mpslint.checks.distributed import DDP_BLOCKS, UnguardedDdp
 from mpslint.checks.guard_rewrite import guarded_outcome
 from mpslint.checks.rewriting import (
     cuda,
     default_indent,
+    for_collective,
     indent_of,
     picker,
     starts_line,
@@ -37,9 +40,13 @@ def _cuda_side(node: ast.AST) -> Optional[Tuple[str, bool]]:
     """("cuda", is a torch.device call) for ``"cuda"`` / ``torch.device("cuda")``; "cuda:N" for an indexed one."""
     if is_cuda_literal(node):
         return string_value(node), False  # type: ignore[return-value]
+    if indexed_cuda(node):
+        return "cuda:<index>", False  # f"cuda:{rank}", "cuda:%d" % i, "cuda:{}".format(gpu_ids[0])
     inner = _device_call(node)
     if inner is not None and is_cuda_literal(inner):
         return string_value(inner), True  # type: ignore[return-value]
+    if inner is not None and indexed_cuda(inner):
+        return "cuda:<index>", True
     if type(node) is ast.Call and (dotted_name(node.func) or "").endswith("device"):  # type: ignore[attr-defined]
         # torch.device("cuda", index=args.gpu), torch.device("cuda", rank)
         values = [*node.args, *(k.value for k in node.keywords)]  # type: ignore[attr-defined]
@@ -85,6 +92,8 @@ class CudaOnlyDeviceChoice(Rule):
             return  # `"cuda" if xla_gpu else state.device.type` is not a CUDA-or-CPU choice
         if context.in_mps_aware_choice(node) or DEVICE in context.guards(node):
             return
+        if for_collective(ctx, node) is not None:
+            return  # a tensor made for all_reduce/all_gather: CUDA with NCCL, the CPU with gloo is right
         reported: ast.AST = node
         if (
             type(parent) is ast.Call
@@ -98,15 +107,17 @@ class CudaOnlyDeviceChoice(Rule):
         self.report(reported, MESSAGE + (f"; not fixed: {reason}" if fix is None and reason else ""), fix=fix)
 
     def _fix(self, node: ast.IfExp, reported: ast.AST) -> Tuple[Optional[FixSpec], str]:
+        if self.ctx.analysis(UnguardedDdp).found:
+            return None, DDP_BLOCKS
         cuda_side, cpu = _cuda_side(node.body), _cpu_side(node.orelse)
         if cuda_side is None or cpu is None:
             return None, "the choice is more than CUDA or the CPU"
-        if cuda_side[0] == "cuda:<index>":
-            return None, "`torch.device(\"cuda\", index)` names a particular GPU"
         if cuda_side[0] == "cuda:0" and "set_device" not in self.ctx.source:
             cuda_side = ("cuda", cuda_side[1])  # the first GPU is the current one unless the code changes it
         if cuda_side[0] != "cuda":
-            return None, f'"{cuda_side[0]}" names a particular GPU'
+            # A particular GPU (`f"cuda:{rank}"`, `"cuda:1"`): keep it where CUDA is, add MPS before the CPU.
+            fix = self._fix_mps_branch(node, reported, cuda_side[1] or cpu)
+            return fix, "" if fix else f"`{short(self.ctx, node.body)}` names a particular GPU"
         if type(node.test) is ast.Attribute and node.test.attr == "is_cuda":
             return self._fix_is_cuda(node, reported), ""
         if _is_availability_call(self.ctx, node.test):
@@ -129,6 +140,28 @@ class CudaOnlyDeviceChoice(Rule):
             return FixSpec.safe(f"Use `{text}`", replace(reported, text), *call.edits), ""
         body = call.text if cuda_side[1] else f"{call.text}.type"
         return FixSpec.safe(f"Use `{body}` for the GPU", replace(node.body, body), *call.edits), ""
+
+    def _fix_mps_branch(self, node: ast.IfExp, reported: ast.AST, device_object: bool) -> Optional[FixSpec]:
+        """``<cuda:N> if <test> else <cpu>`` keeps its GPU where CUDA is and gets MPS where it is not.
+
+        An availability test: the CPU side becomes ``<mps> if mps-available else <cpu>`` (safe: the CPU is
+        still chosen wherever neither is). A user's flag (``if gpu_ids``): the GPU side becomes
+        ``<cuda:N> if torch.cuda.is_available() else <mps>`` (where CUDA is missing, the GPU side failed).
+        """
+        torch = torch_name(self.ctx)
+        if torch is None:
+            return None
+        inside = reported is not node and not _cuda_side(node.body)[1]  # type: ignore[index]
+        quote = "'" if "'cpu'" in self.ctx.text(node.orelse) else '"'  # as the code writes its strings
+        mps = f"{torch}.device({quote}mps{quote})" if device_object and not inside else f"{quote}mps{quote}"
+        available = mps_is_available(torch, picker(self.ctx).floor)
+        if _is_availability_call(self.ctx, node.test) or guarded_outcome(self.ctx, node.body) is not None:
+            text = f"{mps} if {available} else {self.ctx.text(node.orelse)}"
+            return FixSpec.safe(f"Choose MPS before the CPU: `{text}`", replace(node.orelse, text))
+        if not _user_flag(node.test) or any(w in self.ctx.text(node.test).lower() for w in DISTRIBUTED_WORDS):
+            return None  # `if args.distributed`: one GPU per process, a run a Mac does not make
+        text = f"({self.ctx.text(node.body)} if {torch}.cuda.is_available() else {mps})"
+        return FixSpec.safe(f"Use MPS for the GPU where CUDA is missing: `{text}`", replace(node.body, text))
 
     def _fix_is_cuda(self, node: ast.IfExp, reported: ast.AST) -> Optional[FixSpec]:
         """``"cuda" if x.is_cuda else "cpu"`` -> ``x.device.type``: where x is, MPS included."""
@@ -207,7 +240,31 @@ class CudaOnlyDeviceChoice(Rule):
         return _from_parameter(node.body, names) and _cpu_side(node.orelse) is not None \
             and _is_availability_call(self.ctx, node.test) and not cuda(self.ctx).mentions_mps(node)
 
+    def visit_Assert(self, node: ast.Assert) -> None:
+        self._launcher(node)
+
+    def _launcher(self, node: ast.stmt) -> bool:
+        """CUDA or exit: ``assert torch.cuda.is_available()``, ``if not torch.cuda.is_available(): sys.exit(1)``."""
+        found = self.ctx.analysis(CudaLaunchers).launcher(node)
+        if found is None or cuda(self.ctx).mentions_mps(node) or cuda(self.ctx).guards(node):
+            return found is not None
+        how = "this assert stops the program" if type(node) is ast.Assert else "this exits"
+        message = f"{how} where CUDA is not available, so on a Mac nothing after it runs; accept MPS too"
+        if found.blocker:
+            return True  # the code it guards needs CUDA: a guard, not a launcher to migrate (and not reported)
+        torch = torch_name(self.ctx)
+        if torch is None:
+            self.report(found.term, message)
+            return True
+        either = f"{self.ctx.text(found.term)} or {mps_is_available(torch, picker(self.ctx).floor)}"
+        whole = type(node) is ast.Assert and node.test is found.term  # type: ignore[attr-defined]
+        text = either if whole else f"({either})"
+        self.report(found.term, message, fix=FixSpec.safe(f"Use `{either}`", replace(found.term, text)))
+        return True
+
     def visit_If(self, node: ast.If) -> None:
+        if self._launcher(node):
+            return
         context = cuda(self.ctx)
         if context.is_elif(node):
             return  # an elif: the chain is judged from its first `if`
@@ -215,9 +272,12 @@ class CudaOnlyDeviceChoice(Rule):
             return
         if context.in_mps_aware_choice(node):
             return
-        fix = self._fix_returns(node) or self._fix_statement(node)
-        reason = ""
-        if fix is None:
+        ddp = self.ctx.analysis(UnguardedDdp).found
+        fix = None if ddp else self._fix_returns(node) or self._fix_statement(node)
+        reason = DDP_BLOCKS if ddp else ""
+        if fix is None and not ddp and _indexed_branch(node):
+            reason = "it names a particular GPU"  # the guard's rewrite would send a Mac to that CUDA device
+        elif fix is None and not ddp:
             guarded = guarded_outcome(self.ctx, node.body[0])
             if guarded is not None:
                 fix, reason = guarded.fix, guarded.reason
@@ -233,8 +293,8 @@ class CudaOnlyDeviceChoice(Rule):
         if not _is_availability_call(self.ctx, node.test) or len(node.body) != 1 or type(node.body[0]) is not ast.Return:
             return None
         cuda_side = _cuda_side(node.body[0].value) if node.body[0].value is not None else None
-        if cuda_side is None or cuda_side[0] != "cuda":
-            return None
+        if cuda_side is None:
+            return None  # a particular GPU (`f"cuda:{rank % n}"`) too: MPS is added where the CPU was returned
         torch = torch_name(self.ctx)
         place = self.ctx.tree.block_of(node)
         if torch is None or place is None or not starts_line(self.ctx, node):
@@ -254,11 +314,12 @@ class CudaOnlyDeviceChoice(Rule):
         indent = indent_of(self.ctx, node)
         step = default_indent(self.ctx)
         mps = f'{torch}.device("mps")' if cuda_side[1] else '"mps"'
+        available = mps_is_available(torch, picker(self.ctx).floor)
         if node.orelse:
-            text = f"{indent}elif {torch}.backends.mps.is_available():\n{indent}{step}return {mps}\n"
+            text = f"{indent}elif {available}:\n{indent}{step}return {mps}\n"
             return FixSpec.safe("Return MPS when CUDA is not available but MPS is",
                                 insert_line_after(node.body[-1], text))
-        text = f"{indent}if {torch}.backends.mps.is_available():\n{indent}{step}return {mps}\n"
+        text = f"{indent}if {available}:\n{indent}{step}return {mps}\n"
         return FixSpec.safe("Return MPS when CUDA is not available but MPS is", insert_line_after(node, text))
 
     def _fix_statement(self, node: ast.If) -> Optional[FixSpec]:
@@ -302,6 +363,16 @@ def _from_parameter(node: Optional[ast.AST], names) -> bool:
     inner = _device_call(node) if node is not None else None
     value = inner if inner is not None else node
     return type(value) is ast.Name and value.id in names  # type: ignore[union-attr]
+
+
+def _indexed_branch(node: ast.If) -> bool:
+    """The ``if`` body assigns or returns a particular GPU (``torch.device("cuda:" + str(i))``, ``f"cuda:{i}"``)."""
+    for stmt in node.body:
+        value = getattr(stmt, "value", None) if type(stmt) in (ast.Assign, ast.AnnAssign, ast.Return) else None
+        side = _cuda_side(value) if value is not None else None
+        if side is not None and side[0] != "cuda":
+            return True
+    return False
 
 
 def _user_flag(test: ast.AST) -> bool:

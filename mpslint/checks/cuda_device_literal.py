@@ -9,7 +9,7 @@ from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.checks.base import FixSpec, Rule, insert_before, replace
 from mpslint.checks.guard_rewrite import guarded_outcome
-from mpslint.checks.rewriting import cuda, default_indent, first_statement, indent_of, picker, starts_line
+from mpslint.checks.rewriting import cuda, default_indent, first_statement, for_collective, indent_of, picker, starts_line
 
 Found = Tuple[ast.AST, Callable[[], Optional[FixSpec]]]
 
@@ -43,11 +43,29 @@ def assigns_device(branch: ast.If) -> bool:
 
 
 def is_cuda_device_value(value: ast.AST) -> bool:
-    if is_cuda_literal(value):
+    if is_cuda_literal(value) or indexed_cuda(value):
         return True
     if type(value) is ast.Call and (dotted_name(value.func) or "").endswith("device"):  # type: ignore[attr-defined]
         first = _first_argument(value)  # type: ignore[arg-type]
-        return first is not None and is_cuda_literal(first)
+        if first is not None and string_value(first) == "cuda" and _argument_count(value) == 2:  # type: ignore[arg-type]
+            return True  # torch.device("cuda", rank)
+        return first is not None and (is_cuda_literal(first) or indexed_cuda(first))
+    return False
+
+
+def indexed_cuda(node: ast.AST) -> bool:
+    """A CUDA device name built from an index: ``f"cuda:{rank}"``, ``"cuda:%d" % i``, ``"cuda:{}".format(i)``,
+    ``"cuda:" + str(i)``."""
+    cls = type(node)
+    if cls is ast.JoinedStr:
+        first = node.values[0] if node.values else None  # type: ignore[attr-defined]
+        return string_value(first) is not None and string_value(first).startswith("cuda:")  # type: ignore[union-attr]
+    if cls is ast.BinOp and type(node.op) in (ast.Mod, ast.Add):  # type: ignore[attr-defined]
+        left = string_value(node.left)  # type: ignore[attr-defined]
+        return left is not None and (left == "cuda:" if type(node.op) is ast.Add else left.startswith("cuda:%"))  # type: ignore[attr-defined]
+    if cls is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "format":  # type: ignore[attr-defined]
+        text = string_value(node.func.value)  # type: ignore[attr-defined]
+        return text is not None and text.startswith("cuda:") and "{" in text
     return False
 
 
@@ -133,7 +151,7 @@ class CudaDeviceLiteral(Rule):
                   or keyword is None and call.args and call.args[0] is expr
                   and (ctx.qualify(call.func) == "torch.device"
                        or type(call.func) is ast.Attribute and call.func.attr == "to"))  # type: ignore[attr-defined]
-        if not places or _distributed_only(ctx, call):
+        if not places or distributed_only(ctx, call):
             return
         context = cuda(ctx)
         if not context.unguarded(call) or context.in_cuda_named_function(call):
@@ -203,6 +221,10 @@ class CudaDeviceLiteral(Rule):
         return FixSpec.safe(f"Use `{ref.text}`", replace(call, ref.text), *ref.edits)
 
     def _fix_reference(self, node: ast.AST) -> Optional[FixSpec]:
+        device = for_collective(self.ctx, node)
+        if device is not None:
+            # made for all_reduce/all_gather: NCCL needs CUDA, gloo (a Mac) the CPU; MPS tensors reach no backend
+            return FixSpec.safe(f"Use `{device}`: the collective's backend decides", replace(node, device))
         ref = picker(self.ctx).device_ref(node)
         if ref is None:
             return None
@@ -251,16 +273,17 @@ def _parameter_of_default(arguments: ast.arguments, default: ast.AST) -> Optiona
     return None
 
 
-_DISTRIBUTED = ("distributed", "world_size", "is_initialized", "ddp", "local_rank", "multiprocessing", "rank")
+DISTRIBUTED_WORDS = ("distributed", "world_size", "is_initialized", "ddp", "local_rank", "multiprocessing", "rank",
+                     "nodes")
 
 
-def _distributed_only(ctx, node: ast.AST) -> bool:
+def distributed_only(ctx, node: ast.AST) -> bool:
     """Under a test about distributed training, or in a function whose name says so: one GPU per process by design."""
     child = node
     for parent in ctx.ancestors(node):
         cls = type(parent)
         if cls in (ast.If, ast.IfExp) and child is not parent.test:  # type: ignore[attr-defined]
-            if any(word in ctx.text(parent.test).lower() for word in _DISTRIBUTED):  # type: ignore[attr-defined]
+            if any(word in ctx.text(parent.test).lower() for word in DISTRIBUTED_WORDS):  # type: ignore[attr-defined]
                 return True
         if cls in (ast.FunctionDef, ast.AsyncFunctionDef) and any(w in parent.name.lower() for w in ("dist", "ddp", "worker")):  # type: ignore[attr-defined]
             return True

@@ -7,9 +7,10 @@ from typing import Optional
 
 from mpslint.analysis.cuda_context import DEVICE
 from mpslint.analysis.device_picker import NO_PICKER
-from mpslint.checks.base import FixSpec, Rule
+from mpslint.checks.base import FixSpec, Rule, replace
 from mpslint.checks.guard_rewrite import guarded_outcome
-from mpslint.checks.rewriting import cuda, movable, picker, to_device
+from mpslint.analysis.device_picker import STR_KIND, DeviceRef
+from mpslint.checks.rewriting import alone, cuda, for_collective, movable, picker, to_device
 
 _TENSOR_KEYWORDS = ("device", "non_blocking", "memory_format")
 
@@ -26,6 +27,16 @@ class CudaMethod(Rule):
         if not _tensor_cuda_signature(node):
             return  # `quantizer.cuda(tensor, meta=...)`: some other object's method
         context = cuda(self.ctx)
+        follow = _follows_is_cuda(self.ctx, node)
+        if follow is not None:
+            statement, owner = follow
+            where = self.ctx.text(owner)
+            text = f"{self.ctx.text(statement.targets[0])} = {self.ctx.text(node.func.value)}.to({where}.device)"
+            self.report(node, f"`.cuda()` under `if {where}.is_cuda:` never follows `{where}` to MPS (`is_cuda` is "
+                              f"False there), so this stays on the CPU while `{where}` is on mps; use "
+                              f"`.to({where}.device)`",
+                        fix=FixSpec.safe(f"Use `{text}`", replace(self.ctx.parent(statement), text)))
+            return
         if context.in_cuda_method(node) or DEVICE in context.guards(node):
             return
         if context.in_mps_aware_choice(node, siblings=False):
@@ -48,11 +59,41 @@ class CudaMethod(Rule):
     def _fix(self, node: ast.Call) -> Optional[FixSpec]:
         if not movable(node):
             return None  # `.cuda(0)`, `.cuda(device=rank)`: a chosen GPU is not ours to change
+        device = for_collective(self.ctx, node)
+        if device is not None:
+            # made for all_reduce/all_gather: NCCL needs CUDA, gloo (a Mac) the CPU; MPS tensors reach no backend
+            if node.keywords:
+                return None
+            edit, new = to_device(self.ctx, node, DeviceRef(device, (), STR_KIND))
+            return FixSpec.safe(f"Replace `.cuda()` with `.{new}`: the collective's backend decides", edit)
         ref = picker(self.ctx).device_ref(node)
         if ref is None:
             return None
         edit, new = to_device(self.ctx, node, ref)
         return FixSpec.safe(f"Replace `.cuda()` with `.{new}`", edit, *ref.edits)
+
+
+def _follows_is_cuda(ctx, node: ast.Call):
+    """``if t.is_cuda: y = y.cuda()`` (nothing else in the ``if``): (the assignment, ``t``).
+
+    The author meant "put y where t is": ``y = y.to(t.device)`` says so on every device. Where t is on the CPU,
+    y (a new host tensor) stays there; where t is on CUDA, y goes to t's GPU, the current one in such code.
+    """
+    if node.args or node.keywords:
+        return None
+    statement = ctx.parent(node)
+    if type(statement) is not ast.Assign or len(statement.targets) != 1 or type(statement.targets[0]) is not ast.Name:
+        return None
+    receiver = node.func.value
+    if type(receiver) is not ast.Name or receiver.id != statement.targets[0].id:
+        return None
+    guard = ctx.parent(statement)
+    if type(guard) is not ast.If or guard.body != [statement] or guard.orelse:
+        return None
+    test = guard.test
+    if type(test) is not ast.Attribute or test.attr != "is_cuda" or not alone(ctx, guard) or "#" in ctx.text(guard):
+        return None
+    return statement, test.value
 
 
 def _tensor_cuda_signature(node: ast.Call) -> bool:

@@ -6,6 +6,7 @@ import ast
 
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.checks.base import Rule
+from mpslint.checks.distributed import DDP, INIT, NCCL_MESSAGE, check_ddp, check_init, nccl_fix
 from mpslint.checks.rewriting import cuda, cuda_guarded
 from mpslint.checks.torch_cuda_api import cuda_member
 from mpslint.knowledge import cuda_api
@@ -15,7 +16,8 @@ _NVML = ("pynvml", "nvidia_smi", "py3nvml")
 
 
 class CudaOnlyFeature(Rule):
-    TRIGGERS = ("cuda", "DataParallel", "CUDA_VISIBLE_DEVICES", "pynvml", "nvidia_smi", "py3nvml", "nccl")
+    TRIGGERS = ("cuda", "DataParallel", "CUDA_VISIBLE_DEVICES", "pynvml", "nvidia_smi", "py3nvml", "nccl",
+                "init_process_group", "fully_shard", "FullyShardedDataParallel")
 
     def visit_Call(self, node: ast.Call) -> None:
         ctx = self.ctx
@@ -38,11 +40,12 @@ class CudaOnlyFeature(Rule):
             flags = " ".join(string_value(a) or "" for a in node.args)
             if string_value(default) == "nccl" and "backend" in flags and context.unguarded(node):
                 self.report(default, 'the "nccl" backend is CUDA-only: a script run on one Mac fails to start with '
-                                     'this default; default to "gloo" when CUDA is not available')
-        if last in ("init_process_group", "new_group"):
-            backend = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "backend"), None)
-            if string_value(backend) == "nccl" and context.unguarded(node):
-                self.report(backend, 'the "nccl" backend is CUDA-only; use "gloo" (with CPU tensors) when not on CUDA')
+                                     'this default; default to "gloo" when CUDA is not available',
+                            fix=nccl_fix(self, default))  # type: ignore[arg-type]
+        if last in INIT:
+            check_init(self, node, last)
+        if name in DDP:
+            check_ddp(self, node)
         if last in ("setdefault", "putenv"):
             first = node.args[0] if node.args else (node.keywords[0].value if node.keywords else None)
             if string_value(first) == "CUDA_VISIBLE_DEVICES" and context.unguarded(node):
@@ -52,7 +55,7 @@ class CudaOnlyFeature(Rule):
         if string_value(node.value) == "nccl" and any(_backend_name(t) for t in node.targets) \
                 and cuda(self.ctx).unguarded(node):
             # `backend = "nccl"`: the default a script later passes to init_process_group
-            self.report(node.value, 'the "nccl" backend is CUDA-only; use "gloo" (with CPU tensors) when not on CUDA')
+            self.report(node.value, NCCL_MESSAGE, fix=nccl_fix(self, node.value))
         for target in node.targets:
             if type(target) is ast.Subscript and string_value(target.slice) == "CUDA_VISIBLE_DEVICES":
                 owner = self.ctx.qualify(target.value) or dotted_name(target.value) or ""

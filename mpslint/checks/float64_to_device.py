@@ -9,7 +9,17 @@ from typing import Optional
 from mpslint.analysis.device_flow import DeviceFlow
 from mpslint.analysis.project import facts
 from mpslint.analysis.syntax import dotted_name, keyword, method_name, positional
-from mpslint.checks.base import FixSpec, Rule, attribute_dot, attribute_name_start, insert_before, replace_span, short
+from mpslint.checks.base import (
+    FixSpec,
+    Rule,
+    attribute_dot,
+    attribute_name_start,
+    insert_after,
+    insert_before,
+    replace_span,
+    short,
+)
+from mpslint.checks.rewriting import torch_name
 
 FLOAT64_DTYPES = frozenset(("torch.float64", "torch.double"))
 CASTS = frozenset("float half bfloat16 long int short bool byte char type double".split())
@@ -67,7 +77,8 @@ class Float64ToDevice(Rule):
             if dtype is not None and self._is_float64(dtype):
                 self._report(node, "creates a float64 tensor on the device", self._dtype_fix(dtype))
             elif dtype is None and qualified in FROM_ARRAY and self._float64_array_argument(node):
-                self._report(node, "creates a float64 tensor on the device from a float64 numpy array", None)
+                self._report(node, "creates a float64 tensor on the device from a float64 numpy array",
+                             self._float32_keyword(node))
         elif method == "double" and not node.args and not node.keywords:
             if self.flow.is_device(node.func.value):  # type: ignore[attr-defined]
                 start = attribute_name_start(self.ctx, node.func)  # type: ignore[arg-type]
@@ -78,7 +89,19 @@ class Float64ToDevice(Rule):
         elif method == "cuda" and self._from_numpy_float64(node.func.value):  # type: ignore[attr-defined]
             self._report(node, "moves float64 data to the device", self._cast_first(node))
 
+    def _float32_keyword(self, node: ast.Call) -> Optional[FixSpec]:
+        """``torch.tensor(array, device=d)`` -> ``torch.tensor(array, dtype=torch.float32, device=d)``."""
+        torch = torch_name(self.ctx)
+        if torch is None or not node.args or type(node.args[0]) is ast.Starred:
+            return None
+        return FixSpec.unsafe("Make it float32 (`dtype=torch.float32`)",
+                              insert_after(node.args[0], f", dtype={torch}.float32"))
+
     def _cast_first(self, node: ast.Call) -> FixSpec:
+        receiver = node.func.value  # type: ignore[attr-defined]
+        if method_name(receiver) == "double" and not receiver.args and not receiver.keywords:  # type: ignore[attr-defined]
+            start = attribute_name_start(self.ctx, receiver.func)  # type: ignore[attr-defined]
+            return FixSpec.unsafe("Use `.float()` (float32)", replace_span(start, receiver.func, "float"))  # type: ignore[attr-defined]
         dot = attribute_dot(self.ctx, node.func)  # type: ignore[arg-type]
         return FixSpec.unsafe("Cast to float32 with `.float()` first", insert_before(dot, ".float()"))
 
@@ -143,7 +166,12 @@ class Float64ToDevice(Rule):
         if qualified in FROM_ARRAY:
             # torch.from_numpy keeps the array's dtype; torch.tensor/as_tensor too, unless told a dtype.
             return keyword(expr, "dtype") is None and self._float64_array_argument(expr)  # type: ignore[arg-type]
+        if qualified.startswith("torch.") and keyword(expr, "device") is None:  # type: ignore[arg-type]
+            dtype = keyword(expr, "dtype")  # type: ignore[arg-type]
+            return dtype is not None and self._is_float64(dtype)  # torch.zeros(3, dtype=torch.float64): host data
         method = method_name(expr) if not qualified else None
+        if method == "double" and not expr.args:  # type: ignore[attr-defined]
+            return True  # `x.double()` on the host, then moved
         if method is None or method in CASTS:
             return False
         if method == "to":

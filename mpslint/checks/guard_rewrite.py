@@ -53,6 +53,10 @@ def guarded_outcome(ctx: Context, node: ast.AST) -> Optional[Outcome]:
     source = ctx.analysis(Availability).source_of(node)
     if source is None:
         return None
+    from mpslint.checks.distributed import DDP_BLOCKS, UnguardedDdp
+
+    if ctx.analysis(UnguardedDdp).found:
+        return Outcome(None, DDP_BLOCKS)
     return ctx.analysis(_Rewrites).of(source)
 
 

@@ -70,13 +70,13 @@ class ItemInHotLoop(_HotLoopRule):
 
 
 class HostCopyInHotLoop(_HotLoopRule):
-    TRIGGERS = ("cpu", "array", "device")  # `.to(t.device)` of a host tensor is a move to the CPU
+    TRIGGERS = ("cpu", "array", "device", "numpy")  # `.to(t.device)` of a host tensor is a move to the CPU
     REQUIRES = (LOOP_KEYWORDS, STEP_EVIDENCE, DEVICE_EVIDENCE)
 
     def visit_Call(self, node: ast.Call) -> None:
         method = method_name(node)
-        if method not in ("cpu", "to") and last_name(node.func) not in ("array", "asarray"):
-            return  # `.numpy()` of a device tensor raises on MPS: MPS301's finding, not a copy
+        if method not in ("cpu", "to", "numpy") and last_name(node.func) not in ("array", "asarray"):
+            return
         loop = self.loop(node)
         if loop is None:
             return
@@ -84,6 +84,18 @@ class HostCopyInHotLoop(_HotLoopRule):
         qualified = self.ctx.qualify(node.func)
         if method == "cpu" and qualified is None:
             tensor = node.func.value  # type: ignore[attr-defined]
+        elif method == "numpy" and qualified is None and not node.args and not node.keywords:
+            # `.numpy()` of a device tensor raises on MPS (MPS301); the `.cpu()` it needs, which MPS301's
+            # fix inserts, is a copy every step: reported here too, so the fixed code reports no new finding
+            tensor = node.func.value  # type: ignore[attr-defined]
+            if flow.is_device(tensor):
+                self.report(
+                    node,
+                    f"`{short(self.ctx, node)}` in the {loop.kind} needs a copy to the host, which waits for the "
+                    "device every step; keep the values on the device (accumulate there) and copy them every N "
+                    "steps or after the loop",
+                )
+            return
         elif method == "to" and qualified is None:
             target = flow.to_target(node)
             if target is None or not flow.is_cpu(target):
@@ -107,7 +119,7 @@ class SynchronizeInHotLoop(_HotLoopRule):
     REQUIRES = (LOOP_KEYWORDS, STEP_EVIDENCE)
 
     def visit_Call(self, node: ast.Call) -> None:
-        if not self._is_synchronize(node):
+        if not self._is_synchronize(node) or _another_branch_synchronizes(self.ctx, node):
             return
         loop = self.loop(node)
         if loop is None:
@@ -120,6 +132,31 @@ class SynchronizeInHotLoop(_HotLoopRule):
 
     def _is_synchronize(self, node: ast.Call) -> bool:
         return is_synchronize(self.ctx, node)
+
+
+def _another_branch_synchronizes(ctx, node: ast.Call) -> bool:
+    """``node`` is in the ``elif``/``else`` of an if-chain whose first branch synchronizes.
+
+    ``if device.type == "cuda": torch.cuda.synchronize()`` /
+    ``elif device.type == "mps": torch.mps.synchronize()`` is one wait per step
+    (the one MPS104's fix writes): it is reported once, at its first branch.
+    """
+    statement = ctx.tree.statement_of(node)
+    place = ctx.tree.block_owner(statement) if statement is not None else None
+    while place is not None and type(place[0]) is ast.If:
+        branch, field = place
+        if field == "orelse":
+            return any(_synchronizes(ctx, s) for s in branch.body)
+        # the body of an `elif`: its If is the only statement of the outer If's orelse
+        outer = ctx.tree.block_owner(branch)
+        if outer is None or type(outer[0]) is not ast.If or outer[1] != "orelse" or len(outer[0].orelse) != 1:
+            return False
+        place = outer
+    return False
+
+
+def _synchronizes(ctx, statement: ast.stmt) -> bool:
+    return type(statement) is ast.Expr and type(statement.value) is ast.Call and is_synchronize(ctx, statement.value)
 
 
 def is_synchronize(ctx, node: ast.Call) -> bool:

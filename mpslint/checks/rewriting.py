@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Tuple
 
+from mpslint.analysis.collectives import CollectiveTensors, collective_device
 from mpslint.analysis.cuda_context import CudaContext
 from mpslint.analysis.device_picker import DevicePicker, torch_alias
 from mpslint.checks.base import Context, FixSpec, NodeEdit, attribute_name_start, replace, replace_span
@@ -19,6 +20,14 @@ def picker(ctx: Context) -> DevicePicker:
 def torch_name(ctx: Context) -> Optional[str]:
     """The module-level name of torch that rewritten code can use."""
     return ctx.analysis(torch_alias)
+
+
+def for_collective(ctx: Context, placement: ast.AST) -> Optional[str]:
+    """The device of a tensor made for a ``torch.distributed`` collective (it follows the backend), if it is one."""
+    torch = torch_name(ctx)
+    if torch is None or not ctx.analysis(CollectiveTensors).made_for_collective(placement):
+        return None
+    return collective_device(torch)
 
 
 def cuda(ctx: Context) -> CudaContext:

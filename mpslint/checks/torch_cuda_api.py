@@ -74,7 +74,8 @@ class TorchCudaApi(Rule):
         no_arguments = not node.args and not node.keywords
         if api.fix == "rename":
             if floor < api.since:
-                return None
+                # torch.cuda.set_device(rank) before torch.accelerator: only where CUDA is (it raised elsewhere)
+                return cuda_guarded(self.ctx, node) if api.name in RAISES_WITHOUT_CUDA else None
             new = f"{torch}.{api.target}"
             return FixSpec.safe(f"Use `{new}()`", replace(node.func, new))
         if api.fix == "seed":

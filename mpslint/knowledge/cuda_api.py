@@ -145,7 +145,7 @@ CUDA_ONLY: Dict[str, str] = {
 RAISES_WITHOUT_CUDA = frozenset({
     "reset_peak_memory_stats", "reset_max_memory_allocated", "reset_accumulated_memory_stats", "set_rng_state",
     "set_per_process_memory_fraction", "ipc_collect", "set_sync_debug_mode", "nvtx", "profiler", "memory_summary",
-    "set_stream", "synchronize", "current_device", "get_rng_state", "mem_get_info",
+    "set_stream", "synchronize", "current_device", "get_rng_state", "mem_get_info", "set_device",
 })
 
 # MPS107: legacy typed constructors and the dtype each creates.

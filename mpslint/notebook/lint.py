@@ -106,13 +106,14 @@ def check_sources(sources: Sequence[Tuple[int, str]], path: str, settings: Setti
 
 
 def fix_sources(sources: Sequence[Tuple[int, str]], path: str, settings: Settings, *, unsafe: bool) -> NotebookFix:
-    from mpslint.fixer import MAX_PASSES, choose_fixes
+    from mpslint.fixer import MAX_PASSES, choose_fixes, tally
     from mpslint.source import dominant_newline
 
     order = [number for number, _ in sources]
     current = dict(sources)
     checked = check_sources(sources, path, settings)
     outcome = NotebookFix(dict(current), checked, found=checked.diagnostics)
+    budget = Counter(d.code for d in checked.in_program)  # see fixer.fix_text: fixes of leftovers are not counted
     for _ in range(MAX_PASSES):
         program = checked.program
         mappable = [d for d in checked.in_program if d.fix is not None and all(program.cell_edit(e) for e in d.fix.edits)]
@@ -134,7 +135,7 @@ def fix_sources(sources: Sequence[Tuple[int, str]], path: str, settings: Setting
         current = candidate
         checked = result
         outcome.passes += 1
-        outcome.fixed.update(d.code for d in chosen)
+        tally(outcome.fixed, budget, chosen)
     else:
         outcome.error = f"fixes did not converge after {MAX_PASSES} passes"
     outcome.sources = current

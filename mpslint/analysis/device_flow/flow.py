@@ -25,6 +25,7 @@ class DeviceFlow(Evaluation, Placement, Bindings, AcrossModules):
         self._attributes: Dict[Tuple[ast.AST, str], List[Tuple[int, ast.AST, ast.AST]]] = {}
         self.placed: Set[str] = set()  # every name placed somewhere in the file
         self.placed_in: Dict[Scope, Dict[str, List[int]]] = {}  # scope -> name -> where it is placed
+        self.to_cpu_in: Dict[Scope, Dict[str, List[int]]] = {}  # scope -> name -> where it moves back to the CPU
         self.prepared: Set[str] = set()  # names returned by accelerator.prepare(...)
         self.nn_objects: Set[str] = set()  # names bound to torch.nn.X(...) instances
         self.no_grad_functions: Set[ast.AST] = set()

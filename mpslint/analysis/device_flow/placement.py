@@ -27,6 +27,11 @@ def moves_to_cpu(call: ast.Call, flow: Evaluation) -> bool:
     return False
 
 
+def _targets_the_cpu(call: ast.Call, flow) -> bool:
+    """``.to("cpu")`` / ``.to(torch.device("cpu"))``: a move to the host (not a dtype-only ``.to``)."""
+    return call.func.attr == "to" and flow.to_target(call) is not None and moves_to_cpu(call, flow)  # type: ignore[attr-defined]
+
+
 class Placement:
     """Which modules are placed on the accelerator, and what ``.backward()`` says about a loss (a part of ``DeviceFlow``)."""
 
@@ -89,7 +94,12 @@ class Placement:
         scope = tree.scope_of(use)
         here = self.placed_in.get(scope, {}).get(name)
         if here:
-            return here[0] < max(tree.index(use), 0)  # calls before `model.to(device)` run on the CPU
+            at = max(tree.index(use), 0)
+            if here[0] >= at:
+                return False  # calls before `model.to(device)` run on the CPU
+            # `model.to("cpu")` / `model.cpu()` after the last placement: the outputs are on the host again
+            last = max(i for i in here if i < at)
+            return not any(last < i < at for i in self.to_cpu_in.get(scope, {}).get(name, ()))
         if "." in name:
             return True  # self.model: shared by the methods of a class
         local = self.bindings.get(scope, {}).get(name, ())
@@ -117,7 +127,7 @@ class Placement:
             func = call.func
             if type(func) is _ATTRIBUTE:
                 method = func.attr
-                if method in ("to", "cuda", "to_empty"):
+                if method in ("to", "cuda", "to_empty", "cpu"):
                     if type(parent_of(call)) is ast.Expr:
                         events.append((tree.index(call), call))
                     if method == "to" and call.args:
@@ -141,7 +151,11 @@ class Placement:
                 self._note_placement(node)  # type: ignore[arg-type]
             else:
                 name = dotted_name(node.func.value)  # type: ignore[attr-defined]
-                if name and not moves_to_cpu(node, self):  # type: ignore[arg-type]
+                if not name:
+                    continue
+                if node.func.attr == "cpu" or _targets_the_cpu(node, self):  # type: ignore[attr-defined]
+                    self._note_cpu(name, node)
+                elif not moves_to_cpu(node, self):  # type: ignore[arg-type]
                     self._place(name, node)
         for places in self.placed_in.values():
             for spots in places.values():
@@ -154,6 +168,12 @@ class Placement:
         if type(value) is _CALL and type(value.func) is _ATTRIBUTE:
             method = value.func.attr
             receiver = value.func.value
+            if method == "cpu" or (method == "to" and _targets_the_cpu(value, self)):
+                # `model = model.cpu()`: that name's module is on the host from here
+                for target in targets:
+                    name = dotted_name(target)
+                    if name and name == dotted_name(receiver):
+                        self._note_cpu(name, node)
             if method in ("to", "cuda") and not moves_to_cpu(value, self):
                 if self._is_module_expression(receiver):
                     for target in targets:
@@ -240,6 +260,9 @@ class Placement:
     def _place(self, name: str, at: ast.AST) -> None:
         self.placed.add(name)
         self.placed_in.setdefault(self.tree.scope_of(at), {}).setdefault(name, []).append(self.tree.index(at))
+
+    def _note_cpu(self, name: str, at: ast.AST) -> None:
+        self.to_cpu_in.setdefault(self.tree.scope_of(at), {}).setdefault(name, []).append(self.tree.index(at))
 
     def _add_graph(self, scope: Scope, name: str, call: ast.AST) -> None:
         names = self._graph.setdefault(scope, set())  # type: ignore[union-attr]

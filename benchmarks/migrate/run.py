@@ -1,0 +1,179 @@
+"""Migration benchmark (issue 25): public CUDA repositories, each with a small driver, before and after `--fix`.
+
+For each case the repository's files are exported from a git mirror (or cloned), twice: `before/` as published,
+`after/` after `mpslint --fix` on the case's files (and its driver, where the driver is written in the
+repository's own CUDA style). Both run under `mpslint verify --simulate`. A case counts when before the fix the
+driver fails or never touches mps, and after it finishes with ops on mps. Prints one line per case and N of M.
+
+    python benchmarks/migrate/run.py [--mirrors DIR] [--work DIR] [--only NAME ...]
+
+`--mirrors DIR` holds `owner+name/repo` bare git directories (as the team's fetch tool makes them); without it
+each repository is cloned from GitHub (network needed). Not a test: it takes minutes (one torch import per run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+DRIVERS = HERE / "drivers"
+
+
+@dataclass
+class Case:
+    name: str
+    repo: str  # owner/name on GitHub
+    files: List[str]  # paths in the repository, exported as they are
+    fix: List[str]  # paths (after export) that `mpslint --fix` runs on
+    driver: str  # drivers/<driver>, copied to the export's root
+    flatten: Optional[str] = None  # export the files of this folder at the root (drivers import them by name)
+    fix_driver: bool = False  # the driver is written in the repository's CUDA style: fixed with it
+    notes: str = ""
+
+
+CASES = [
+    Case("tcn-adding", "locuslab/TCN",
+         ["TCN/__init__.py", "TCN/tcn.py", "TCN/adding_problem/__init__.py", "TCN/adding_problem/add_test.py",
+          "TCN/adding_problem/model.py", "TCN/adding_problem/utils.py"],
+         ["TCN"], "tcn_adding.py"),
+    Case("tcn-copymem", "locuslab/TCN",
+         ["TCN/__init__.py", "TCN/tcn.py", "TCN/copy_memory/__init__.py", "TCN/copy_memory/copymem_test.py",
+          "TCN/copy_memory/model.py", "TCN/copy_memory/utils.py"],
+         ["TCN"], "tcn_copymem.py"),
+    Case("hunkim-seq2seq", "hunkim/PyTorchZeroToAll", ["seq2seq_models.py"], ["seq2seq_models.py"],
+         "hunkim_seq2seq.py", fix_driver=True),
+    Case("spro-masked-ce", "spro/practical-pytorch", ["seq2seq-translation/masked_cross_entropy.py"],
+         ["masked_cross_entropy.py"], "spro_masked_ce.py", flatten="seq2seq-translation", fix_driver=True),
+]
+
+
+@dataclass
+class Outcome:
+    exit_code: Optional[int] = None
+    ops: int = 0
+    on_mps: int = 0
+    verdict: str = ""
+    error: str = ""
+
+    @property
+    def reaches_mps(self) -> bool:
+        return self.exit_code == 0 and self.on_mps > 0
+
+    def text(self) -> str:
+        if self.error:
+            return f"error: {self.error}"
+        return f"exit {self.exit_code}, {self.on_mps} of {self.ops} ops on mps ({self.verdict})"
+
+
+@dataclass
+class Result:
+    case: Case
+    before: Outcome = field(default_factory=Outcome)
+    after: Outcome = field(default_factory=Outcome)
+    fix_summary: str = ""
+
+    @property
+    def counts(self) -> bool:
+        return not self.before.reaches_mps and self.after.reaches_mps
+
+
+def _git_dir(repo: str, mirrors: Optional[Path], work: Path) -> Path:
+    if mirrors is not None:
+        found = mirrors / repo.replace("/", "+") / "repo"
+        if found.exists():
+            return found
+    target = work / "clones" / repo.replace("/", "+")
+    if not target.exists():
+        subprocess.run(["git", "clone", "--depth", "1", "--bare", f"https://github.com/{repo}", str(target)], check=True)
+    return target
+
+
+def _export(case: Case, git_dir: Path, into: Path) -> None:
+    into.mkdir(parents=True, exist_ok=True)
+    for path in case.files:
+        shown = subprocess.run(["git", "-C", str(git_dir), "show", f"HEAD:{path}"], capture_output=True)
+        data = shown.stdout if shown.returncode == 0 else b""  # a missing __init__.py: an empty one
+        relative = path[len(case.flatten) + 1:] if case.flatten and path.startswith(case.flatten + "/") else path
+        target = into / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    shutil.copyfile(DRIVERS / case.driver, into / case.driver)
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _fix(case: Case, folder: Path) -> str:
+    paths = list(case.fix) + ([case.driver] if case.fix_driver else [])
+    done = subprocess.run([sys.executable, "-m", "mpslint", "--fix", "--no-cache", *paths], cwd=folder,
+                          capture_output=True, text=True, env=_env())
+    said = (done.stdout + done.stderr).splitlines()
+    lines = [line for line in said if line.startswith(("Found", "All checks", "Entry points"))]
+    return " ".join(lines) if lines else (said[-1] if said else "")
+
+
+def _verify(case: Case, folder: Path, timeout: int) -> Outcome:
+    done = subprocess.run([sys.executable, "-m", "mpslint", "verify", "--simulate", "--output-format", "json",
+                           "--timeout", str(timeout), case.driver], cwd=folder, capture_output=True, text=True,
+                          env=_env())
+    try:
+        report = json.loads(done.stdout)
+    except ValueError:
+        return Outcome(error=(done.stderr.strip().splitlines() or ["no report"])[-1][:200])
+    return Outcome(report.get("script_exit_code"), report.get("ops", 0), report.get("ops_on_device", 0),
+                   report.get("verdict", ""))
+
+
+def run_case(case: Case, mirrors: Optional[Path], work: Path, timeout: int) -> Result:
+    result = Result(case)
+    git_dir = _git_dir(case.repo, mirrors, work)
+    base = work / case.name
+    shutil.rmtree(base, ignore_errors=True)
+    before, after = base / "before", base / "after"
+    _export(case, git_dir, before)
+    _export(case, git_dir, after)
+    result.fix_summary = _fix(case, after)
+    result.before = _verify(case, before, timeout)
+    result.after = _verify(case, after, timeout)
+    return result
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mirrors", type=Path, default=None)
+    # Outside this repository: its pyproject.toml (torch-version) and .gitignore must not apply to the exports.
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "mpslint-migrate")
+    parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument("--timeout", type=int, default=300)
+    args = parser.parse_args(argv)
+    cases = [c for c in CASES if not args.only or c.name in args.only]
+    results: List[Result] = []
+    for case in cases:
+        started = time.perf_counter()
+        result = run_case(case, args.mirrors, args.work, args.timeout)
+        results.append(result)
+        mark = "ok  " if result.counts else "FAIL"
+        print(f"{mark} {case.name} ({case.repo}) [{time.perf_counter() - started:.0f}s]\n"
+              f"     before: {result.before.text()}\n     fix:    {result.fix_summary}\n"
+              f"     after:  {result.after.text()}", flush=True)
+    counted = sum(1 for r in results if r.counts)
+    print(f"\n{counted} of {len(results)} cases: before --fix failing or off mps, after --fix running on (simulated) mps")
+    return 0 if counted == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
