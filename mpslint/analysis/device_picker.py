@@ -641,6 +641,28 @@ def torch_alias(ctx) -> Optional[str]:
     return found[0] if found else None
 
 
+# `import torch` imports `torch.mps` from torch 2.1 on (pytorch/pytorch#100165, fixed by #98837).
+TORCH_MPS_IMPORTED_BY_TORCH = (2, 1)
+
+
+def torch_mps_import(ctx, floor: Tuple[int, int]) -> Optional[Tuple[NodeEdit, ...]]:
+    """The edits that make ``torch.mps`` usable at ``floor``: none needed from 2.1 on, or with an
+    ``import torch.mps`` already there; an ``import torch.mps`` after the plain ``import torch`` on 2.0;
+    None where that cannot be written (torch imported under another name, or not at the top level).
+    """
+    if floor >= TORCH_MPS_IMPORTED_BY_TORCH:
+        return ()
+    module = ctx.module
+    for stmt in _top_level_statements(module):
+        if type(stmt) is ast.Import and any(a.name == "torch.mps" and a.asname is None for a in stmt.names):  # type: ignore[attr-defined]
+            return ()
+    statement = _torch_import_statement(module)
+    if type(statement) is not ast.Import or not any(a.name == "torch" and a.asname is None for a in statement.names):  # type: ignore[attr-defined]
+        return None
+    # Right after `import torch` on its line, so that the helper a fix adds after that line comes below it.
+    return (insert_after(statement, "\nimport torch.mps"),)
+
+
 def _torch_import_statement(module: ast.Module) -> Optional[ast.AST]:
     """The top-level statement (or block) that first imports torch."""
     for stmt in module.body:

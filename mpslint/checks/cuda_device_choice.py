@@ -11,8 +11,9 @@ from mpslint.analysis.device_picker import NO_PICKER, mps_is_available
 from mpslint.analysis.launchers import CudaLaunchers
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.checks.base import FixSpec, Rule, insert_line_after, replace, short
-from mpslint.checks.cuda_device_literal import DISTRIBUTED_WORDS, assigns_device, indexed_cuda
-from mpslint.checks.distributed import DDP_BLOCKS, UnguardedDdp
+from mpslint.analysis.distributed_code import DISTRIBUTED_WORDS
+from mpslint.checks.cuda_device_literal import assigns_device, indexed_cuda
+from mpslint.analysis.distributed_code import DDP_BLOCKS, UnguardedDdp
 from mpslint.checks.guard_rewrite import guarded_outcome
 from mpslint.checks.rewriting import (
     cuda,

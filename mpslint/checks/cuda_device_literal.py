@@ -6,6 +6,7 @@ import ast
 from typing import Callable, Optional, Tuple
 
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
+from mpslint.analysis.distributed_code import distributed_only
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.checks.base import FixSpec, Rule, insert_before, replace
 from mpslint.checks.guard_rewrite import guarded_outcome
@@ -273,19 +274,3 @@ def _parameter_of_default(arguments: ast.arguments, default: ast.AST) -> Optiona
     return None
 
 
-DISTRIBUTED_WORDS = ("distributed", "world_size", "is_initialized", "ddp", "local_rank", "multiprocessing", "rank",
-                     "nodes")
-
-
-def distributed_only(ctx, node: ast.AST) -> bool:
-    """Under a test about distributed training, or in a function whose name says so: one GPU per process by design."""
-    child = node
-    for parent in ctx.ancestors(node):
-        cls = type(parent)
-        if cls in (ast.If, ast.IfExp) and child is not parent.test:  # type: ignore[attr-defined]
-            if any(word in ctx.text(parent.test).lower() for word in DISTRIBUTED_WORDS):  # type: ignore[attr-defined]
-                return True
-        if cls in (ast.FunctionDef, ast.AsyncFunctionDef) and any(w in parent.name.lower() for w in ("dist", "ddp", "worker")):  # type: ignore[attr-defined]
-            return True
-        child = parent
-    return False

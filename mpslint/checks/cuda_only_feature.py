@@ -6,7 +6,8 @@ import ast
 
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.checks.base import Rule
-from mpslint.checks.distributed import DDP, INIT, NCCL_MESSAGE, check_ddp, check_init, nccl_fix
+from mpslint.analysis.distributed_code import DDP
+from mpslint.checks.distributed import INIT, NCCL_MESSAGE, check_ddp, check_init, nccl_fix
 from mpslint.checks.rewriting import cuda, cuda_guarded
 from mpslint.checks.torch_cuda_api import cuda_member
 from mpslint.knowledge import cuda_api

@@ -16,15 +16,9 @@ from typing import Optional
 from mpslint.analysis.device_flow import DeviceFlow
 from mpslint.analysis.syntax import keyword_node, string_value
 from mpslint.checks.base import FixSpec, Rule, insert_after, insert_before, replace
-from mpslint.checks.cuda_device_literal import distributed_only
+from mpslint.analysis.distributed_code import distributed_only, in_distributed_class
 from mpslint.checks.rewriting import cuda, torch_name
 
-DDP = frozenset({
-    "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
-    "torch.distributed.fsdp.FullyShardedDataParallel",
-    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
-    "torch.distributed.fsdp.fully_shard", "torch.distributed._composable.fsdp.fully_shard",
-})
 INIT = ("init_process_group", "new_group")
 _MPS_REACHABLE = re.compile(r"""\.cuda\(|["']cuda["']|\bmps\b|pick_device|current_accelerator""")
 NCCL_MESSAGE = 'the "nccl" backend is CUDA-only; use "gloo" (with CPU tensors) when not on CUDA'
@@ -85,7 +79,7 @@ def check_ddp(rule: Rule, node: ast.Call) -> None:
     if not context.unguarded(node):
         return
     torch = torch_name(ctx)
-    if distributed_only(ctx, node) or _in_distributed_class(ctx, node):
+    if distributed_only(ctx, node) or in_distributed_class(ctx, node):
         return  # `if args.distributed:`, a DDP strategy class: a run a Mac does not make
     source = ctx.source
     cuda_code = any(marker in source for marker in (".cuda(", "torch.cuda", '"cuda', "'cuda", "nccl"))
@@ -110,32 +104,5 @@ def check_ddp(rule: Rule, node: ast.Call) -> None:
                           "distributed on CUDA (`if torch.distributed.is_initialized() and device.type == \"cuda\":`)")
 
 
-def _in_distributed_class(ctx, node: ast.AST) -> bool:
-    """In a class whose name says it is the distributed code path (``DDPStrategy``, ``FSDPWrapper``)."""
-    for parent in ctx.ancestors(node):
-        if type(parent) is ast.ClassDef:
-            name = parent.name.lower()
-            return any(word in name for word in ("ddp", "fsdp", "distributed", "parallel"))
-    return False
 
 
-DDP_BLOCKS = "the model goes into DistributedDataParallel/FSDP, which no backend runs on MPS: on a Mac it runs on the CPU"
-
-
-class UnguardedDdp:
-    """Per file: ``ctx.analysis(UnguardedDdp).found``: a DDP/FSDP wrap a Mac run would make.
-
-    In such a file a device choice that falls back to the CPU is not given MPS: on a Mac the original ran on the CPU
-    with gloo, and with the model on MPS the wrap would fail (the wrap itself is reported).
-    """
-
-    def __init__(self, ctx) -> None:
-        self.found = False
-        if "DistributedDataParallel" not in ctx.source and "DDP" not in ctx.source and "FSDP" not in ctx.source \
-                and "fully_shard" not in ctx.source:
-            return
-        for node in ctx.tree.of_type(ast.Call):
-            if (ctx.qualify(node.func) or "") in DDP and not distributed_only(ctx, node) \
-                    and not _in_distributed_class(ctx, node):  # type: ignore[attr-defined]
-                self.found = True
-                return

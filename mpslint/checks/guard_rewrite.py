@@ -27,6 +27,7 @@ from typing import Dict, List, Optional, Tuple
 
 from mpslint.analysis.availability import Availability, Source
 from mpslint.analysis.cuda_context import is_cuda_literal
+from mpslint.analysis.distributed_code import DDP_BLOCKS, UnguardedDdp
 from mpslint.analysis.syntax import dotted_name, string_value
 from mpslint.checks.base import Context, FixSpec, NodeEdit, replace, short
 from mpslint.checks.rewriting import movable, picker, to_device, torch_name
@@ -53,8 +54,6 @@ def guarded_outcome(ctx: Context, node: ast.AST) -> Optional[Outcome]:
     source = ctx.analysis(Availability).source_of(node)
     if source is None:
         return None
-    from mpslint.checks.distributed import DDP_BLOCKS, UnguardedDdp
-
     if ctx.analysis(UnguardedDdp).found:
         return Outcome(None, DDP_BLOCKS)
     return ctx.analysis(_Rewrites).of(source)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from mpslint.analysis.device_picker import torch_mps_import
 from mpslint.analysis.syntax import dotted_name
 from mpslint.checks.base import FixSpec, NodeEdit, Rule, replace
 from mpslint.checks.cuda_imports import report_unused_import
@@ -100,6 +101,10 @@ class TorchCudaApi(Rule):
         ref = picker(self.ctx).device_ref(node)
         if ref is None:
             return None
+        # On torch 2.0, `import torch` leaves `torch.mps` out: the MPS branch would raise there.
+        importing = torch_mps_import(self.ctx, picker(self.ctx).floor)
+        if importing is None:
+            return None
         indent = indent_of(self.ctx, statement)
         step = default_indent(self.ctx)
         mps = "empty_cache" if api.name == "empty_cache" else "synchronize"
@@ -107,7 +112,8 @@ class TorchCudaApi(Rule):
             f'if {ref.type} == "cuda":\n{indent}{step}{self.ctx.text(node)}\n'
             f'{indent}elif {ref.type} == "mps":\n{indent}{step}{torch}.mps.{mps}()'
         )
-        return FixSpec.safe(f"Call it on CUDA, and `torch.mps.{mps}()` on MPS", replace(statement, text), *ref.edits)
+        return FixSpec.safe(f"Call it on CUDA, and `torch.mps.{mps}()` on MPS", replace(statement, text), *ref.edits,
+                            *importing)
 
     def _fix_seed(self, node: ast.Call, torch: str) -> Optional[FixSpec]:
         if len(node.args) != 1 or node.keywords or type(node.args[0]) is ast.Starred:

@@ -23,7 +23,6 @@ def directories(n: int) -> str:
 
 def verdict(report: Report) -> Tuple[str, str]:
     """(key, sentence): unread, clean, runs, fix, unsafe-fix or work."""
-    c = report.counts
     unread = sum(row.count for row in report.rules if row.code == "MPS001")
     if unread:
         # Nothing can be said of code mpslint could not read: never "Runs on MPS" then.
