@@ -172,10 +172,11 @@ def main(argv: List[str]) -> int:
             result["env_writes"] = env_writes(watch, recorder.is_user_file)
             result["unimplemented"] = recorder.raised_json()
             if state["oracle"] is not None:
-                explicit = state["oracle"].table.explicit_cpu_fallbacks
+                oracle = state["oracle"]
+                explicit = oracle.table.explicit_cpu_fallbacks
                 result["explicit_fallbacks"] = sorted(
                     op for op in recorder.table_fallbacks | set(recorder.warned_fallbacks)
-                    if op.split("::", 1)[-1] in explicit)
+                    if op in oracle.by_design or op.split("::", 1)[-1] in explicit)
         if final and state["oracle"] is not None:
             unknown = sorted(state["oracle"].unknown)
             if unknown:
