@@ -344,3 +344,38 @@ def test_by_design_fallbacks_read_as_running_on_the_cpu_in_the_report():
                                                                                          "row": 7},
                                             "without_fallback": "runs on the CPU"}]
     assert verdict.report["verdict"] == "fail" and "CPU fallbacks" in verdict.report["reasons"]
+
+
+@simulates
+def test_max_steps_counts_loop_steps_not_the_modules_a_dataset_calls(tmp_path):
+    """A Dataset calling an nn.Module transform (every torchvision transform is one) is no step: before, --max-steps
+    stopped inside the first batch fetch and reported a pass."""
+    run, script = run_child(tmp_path, """
+        import torch
+        from torch import nn
+
+        class Scale(nn.Module):  # a transform: no parameters
+            def forward(self, x):
+                return x * 2
+
+        class Data(torch.utils.data.Dataset):
+            def __init__(self):
+                self.transform = Scale()
+                self.encoder = nn.Linear(3, 3)  # a module with parameters, called inside the fetch
+            def __len__(self):
+                return 64
+            def __getitem__(self, i):
+                with torch.no_grad():
+                    return self.encoder(self.transform(torch.randn(3)))
+
+        model = nn.Linear(3, 1).to("mps")
+        loss_fn = nn.MSELoss()
+        seen = 0
+        for batch in torch.utils.data.DataLoader(Data(), batch_size=4):
+            out = model(batch.to("mps"))
+            loss_fn(out, torch.zeros_like(out)).item()
+            seen += 1
+        print("batches", seen)
+    """, options={"max_steps": 3})
+    assert "batches 3" in run.output
+    assert run.raw["clocks"]["batches"] == 3 and run.raw["clocks"]["forward"] == 3  # the model only

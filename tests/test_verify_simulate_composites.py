@@ -105,3 +105,19 @@ def test_torch_mps_profiler_runs_and_is_removed_after():
         assert torch.mps.profiler.is_capturing_metal() is False
         assert torch.mps.profiler.is_metal_capture_enabled() is False
     assert hasattr(torch._C, "_mps_isCapturing") == had
+
+
+def test_collectives_follow_the_backends_device_rules(mps, tmp_path):
+    """gloo registers itself for cpu (and cuda): a collective on an mps tensor raises ProcessGroup's own error."""
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available() or not hasattr(dist.ProcessGroup, "unbox"):
+        pytest.skip("no torch.distributed here")
+    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
+    try:
+        on_host = torch.ones(2)
+        dist.all_reduce(on_host)
+        assert on_host.tolist() == [1.0, 1.0]
+        with pytest.raises(RuntimeError, match="^No backend type associated with device type mps$"):
+            dist.all_reduce(torch.ones(2, device="mps"))
+    finally:
+        dist.destroy_process_group()

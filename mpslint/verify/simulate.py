@@ -169,6 +169,8 @@ class Simulator:
         return torch.Tensor._make_subclass(SimulatedMPSTensor, tensor)
 
     def dispatch(self, func, args, kwargs):
+        if func.namespace == "c10d":
+            _check_collective(args)
         # The dispatcher picks the kernel first: the boxed CPU fallback moves every
         # argument to the CPU itself, so only a real MPS kernel checks devices.
         decision = self.oracle.decide(func)
@@ -254,6 +256,25 @@ class Simulator:
             return self.to_device(t)
 
         return pytree.tree_map_only(torch.Tensor, wrap, out)
+
+
+def _check_collective(args: tuple) -> None:
+    """A collective on device tensors asks its process group for the backend of ``mps``, as ProcessGroup::getBackend
+    does with the tensors' device on a Mac: gloo (``cpu:gloo``) has none, and raises PyTorch's own error."""
+    try:
+        from torch.distributed import ProcessGroup
+    except ImportError:
+        return
+    unbox = getattr(ProcessGroup, "unbox", None)
+    if unbox is None:
+        return
+    for value in args:
+        if isinstance(value, torch.ScriptObject):
+            try:
+                group = unbox(value)
+            except (RuntimeError, TypeError):
+                continue
+            group._get_backend(MPS)  # "No backend type associated with device type mps"
 
 
 def _scalar_overload(func: Any, args: tuple) -> Tuple[Any, tuple]:
