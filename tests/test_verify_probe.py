@@ -379,3 +379,31 @@ def test_max_steps_counts_loop_steps_not_the_modules_a_dataset_calls(tmp_path):
     """, options={"max_steps": 3})
     assert "batches 3" in run.output
     assert run.raw["clocks"]["batches"] == 3 and run.raw["clocks"]["forward"] == 3  # the model only
+
+
+@simulates
+def test_an_error_is_placed_at_the_innermost_line_in_the_users_own_files(tmp_path):
+    (tmp_path / "net.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Linear(3, 3)
+            def forward(self, x):
+                bias = torch.ones(3)  # made on the CPU inside the model
+                return self.body(x) + bias
+    """))
+    run, script = run_child(tmp_path, """
+        import torch
+        from net import Net
+        model = Net().to("mps")
+        model(torch.randn(2, 3, device="mps"))
+    """)
+    verdict = report.build(launcher.Options(str(script), simulate=True), run)
+    (error,) = verdict.report["errors"]
+    assert error["type"] == "RuntimeError" and "same device" in error["message"]
+    assert os.path.abspath(error["location"]["filename"]) == str(tmp_path / "net.py")
+    assert error["location"]["row"] == 11  # not the driver's line 5, and not torch's frames below
+    assert run.raw["errors"][0]["script_row"] == 5

@@ -61,6 +61,18 @@ def _error_row(exc: BaseException, script: str) -> Optional[int]:
     return row
 
 
+def _error_where(exc: BaseException, script: str, recorder: Any) -> Dict[str, Any]:
+    """Where the script's error is: the innermost frame in the user's own files (the script's directory, outside
+    installed packages), as README promises; and the script's own line, which confirms the script's static findings."""
+    where: Dict[str, Any] = {"row": _error_row(exc, script), "script_row": _error_row(exc, script)}
+    if recorder is None:
+        return where
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if recorder.is_user_file(frame.f_code.co_filename):
+            where.update(filename=os.path.abspath(frame.f_code.co_filename), row=lineno)
+    return where
+
+
 def _print_script_traceback(exc: BaseException, script: str) -> None:
     """The traceback Python would print for the script: without the verifier's own frames around it."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -357,7 +369,7 @@ def _run(script: str, script_args: List[str], result: Dict[str, Any], state: Dic
             _print_script_traceback(exc, script)
             exit_code = 1
             result["errors"].append({"type": type(exc).__name__, "message": str(exc),
-                                     "row": _error_row(exc, script)})
+                                     **_error_where(exc, script, state["recorder"])})
     finally:
         tracer.remove()
         try:
