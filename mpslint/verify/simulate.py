@@ -47,9 +47,10 @@ CPU = torch.device("cpu")
 LIMITATIONS = (
     "simulated mps: ops run on the CPU, so speed, memory and numerics are not emulated; checks that depend on the "
     "macOS version are emulated as on the oldest macOS this torch supports",
-    "simulated mps: of the restrictions inside existing MPS kernels, these are emulated: non-float linear, "
+    "simulated mps: of the restrictions inside existing MPS kernels, these are emulated: the dtype limits PyTorch's "
+    "own MPS tests expect (a table generated from common_mps.py, for the ops it can name), non-float linear, "
     "non-float and oversized convolutions, ConvTranspose3d in fp16/bf16, adaptive pooling with non-divisible "
-    "sizes, float64 and complex128; other dtype limits (complex64 support per op, ...) are not",
+    "sizes, float64 and complex128; other checks inside kernels (shapes, strides, arguments) are not",
     "simulated mps: autocast(device_type=\"mps\") does not lower precision; torch.Generator(device=\"mps\"), "
     "torch.load(map_location=\"mps\") and device moves inside torch's own Python code are not emulated",
 )
