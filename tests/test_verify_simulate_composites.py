@@ -46,6 +46,7 @@ COMPOSITES = {
     "nanquantile": (lambda t: t.nanquantile(0.5), lambda: torch.tensor([1.0, float("nan"), 3.0])),
     "combinations": (lambda t: torch.combinations(t, r=2), lambda: torch.arange(4)),
     "pinv": (lambda t: torch.linalg.pinv(t), lambda: torch.eye(3) * 2),  # float32 tolerances on MPS, float64 elsewhere
+    "pinverse": (lambda t: torch.pinverse(t), lambda: torch.eye(3) * 2),  # the same, through linalg_pinv's rcond overload
     "linspace_tensors": (lambda t: torch.linspace(t[0], t[1], 5, device=t.device), lambda: torch.tensor([0.0, 1.0])),
     "unravel_index": (lambda t: torch.unravel_index(t, (3, 2)), lambda: torch.tensor([4, 5])),
     "rsub_float": (lambda t: 100 - t, lambda: torch.arange(3.0)),

@@ -328,7 +328,7 @@ class _DeviceMode(TorchDispatchMode):
 
 # Composites that pick float32 for their scratch tensors on MPS, where other devices use float64:
 # get_atol_rtol in aten/src/ATen/native/LinearAlgebra.cpp (``input.device().type() == kMPS``).
-_FLOAT_SCRATCH_ON_MPS = {"aten::linalg_pinv", "aten::linalg_matrix_rank"}
+_FLOAT_SCRATCH_ON_MPS = {"aten::linalg_pinv", "aten::pinverse", "aten::linalg_matrix_rank"}
 
 
 def _is_scratch(func: Any, args: tuple, kwargs: Dict[str, Any]) -> bool:
