@@ -26,11 +26,11 @@ cannot be compared: the simulated device computes on the CPU. A sample that
 fails on the plain CPU as well says nothing about MPS and is left out.
 
 An error agrees with an expected failure only when it is the same kind of
-error (``_kind``): a NotImplementedError for a missing kernel, PyTorch's
+error (``_kind``): a NotImplementedError for a missing kernel (or PyTorch's
+float64 TypeError, for the listed ops that convert to float64), PyTorch's
 float64/complex128 TypeError for those dtypes, and for restrictions any error
-but the simulator's own artefacts (a device mismatch or a float64 scratch
-tensor in an op whose inputs are all on the device, a CPU-build dispatcher
-error). With ``--backward`` (float32 and float16) the sample's outputs are
+but the simulator's own artefacts (a device mismatch in an op whose inputs
+are all on the device, a CPU-build dispatcher error). With ``--backward`` (float32 and float16) the sample's outputs are
 also differentiated and compared with ``mps_ops_grad_modifier``'s lists
 (``XFAILLIST_GRAD``, its ``ON_MPS_XFAILLIST``; ``test_output_grad_match``).
 
@@ -165,7 +165,7 @@ def _kind(exc: Optional[BaseException], dtype_name: str) -> str:
     if kind == "device-mismatch" or "with arguments from the 'MPS' backend" in text:
         return "artefact"  # every input is on the device: a mismatch is a scratch tensor left on the CPU
     if kind == "float64" or "ComplexDouble" in text:
-        return "dtype" if dtype_name in ("float64", "complex128") else "artefact"
+        return "dtype"  # PyTorch's own TypeError; an op that converts to float64 (x.double()) raises it on a Mac too
     if isinstance(exc, NotImplementedError):
         return "unimplemented"
     return "error"
@@ -178,8 +178,8 @@ def _agrees(category: str, kind: str) -> bool:
     if category == "float64/complex128":
         return kind == "dtype"
     if category == "missing kernel":
-        return kind == "unimplemented"
-    return kind in ("unimplemented", "error")  # a restriction inside a kernel, complex64, a failing backward
+        return kind in ("unimplemented", "dtype")  # the list also names ops that convert to float64 (double, ...)
+    return kind in ("unimplemented", "dtype", "error")  # a restriction inside a kernel, complex64, a failing backward
 
 
 def run_ops(names: Sequence[str], samples: int, backward: bool = False) -> List[Tuple[str, str, str, str, str]]:
