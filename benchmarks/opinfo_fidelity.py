@@ -25,8 +25,21 @@ Numerical mismatches (``UNDEFINED_XFAILLIST``, sort/argsort ties) and skips
 cannot be compared: the simulated device computes on the CPU. A sample that
 fails on the plain CPU as well says nothing about MPS and is left out.
 
-Prints the agreement per category and every disagreement with its reason
-(the exception, or "ran"). Not a test: it exits 0 whatever the figures.
+An error agrees with an expected failure only when it is the same kind of
+error (``_kind``): a NotImplementedError for a missing kernel (or PyTorch's
+float64 TypeError, for the listed ops that convert to float64), PyTorch's
+float64/complex128 TypeError for those dtypes, and for restrictions any error
+but the simulator's own artefacts (a device mismatch in an op whose inputs
+are all on the device, a CPU-build dispatcher error). With ``--backward`` (float32 and float16) the sample's outputs are
+also differentiated and compared with ``mps_ops_grad_modifier``'s lists
+(``XFAILLIST_GRAD``, its ``ON_MPS_XFAILLIST``; ``test_output_grad_match``).
+
+The figures that matter, printed first: agreement on the pairs PyTorch expects
+to fail, float64/complex128 apart (those fail at ``.to("mps")`` for every op,
+so a simulator that knew nothing else would still score there), and the false
+errors on pairs PyTorch expects to run. Then the agreement per category and
+every disagreement with its reason (the exception, or "ran"). Not a test: it
+exits 0 whatever the figures.
 """
 
 from __future__ import annotations
@@ -46,21 +59,23 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CATEGORIES = ("float64/complex128", "complex64", "missing kernel", "kernel restriction", "runs")
+EXPECTED_FAILURES = ("complex64", "missing kernel", "kernel restriction")
+BACKWARD_DTYPES = ("float32", "float16")
 DTYPE_NAMES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool",
                "complex64", "complex128")
 
 
-def expectations(torch: Any) -> Dict[str, Any]:
-    """The lists of the first ``mps_ops_modifier`` in common_mps.py, read from its source (they are locals)."""
+def expectations(torch: Any, modifier: str = "mps_ops_modifier", wanted: Optional[set] = None) -> Dict[str, Any]:
+    """The lists of the first ``modifier`` function in common_mps.py, read from its source (they are locals)."""
     import torch.testing._internal as internal
 
     path = os.path.join(os.path.dirname(internal.__file__), "common_mps.py")
     tree = ast.parse(open(path, encoding="utf-8").read())
-    wanted = {"UNIMPLEMENTED_XFAILLIST", "UNDEFINED_XFAILLIST", "ON_MPS_XFAILLIST", "SKIPLIST", "EMPTY_OPS_SKIPLIST",
-              "SUPPORTED_COMPLEX_OPS"}
+    wanted = wanted or {"UNIMPLEMENTED_XFAILLIST", "UNDEFINED_XFAILLIST", "ON_MPS_XFAILLIST", "SKIPLIST",
+                        "EMPTY_OPS_SKIPLIST", "SUPPORTED_COMPLEX_OPS"}
     found: Dict[str, Any] = {}
     for function in ast.walk(tree):
-        if isinstance(function, ast.FunctionDef) and function.name == "mps_ops_modifier":
+        if isinstance(function, ast.FunctionDef) and function.name == modifier:
             for node in ast.walk(function):
                 target = None
                 if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
@@ -124,21 +139,51 @@ def _to_mps(value: Any, torch: Any) -> Any:
     return value
 
 
-def _outcome(exc: Optional[BaseException]) -> str:
+def expected_backward(op: Any, dtype: Any, grad_lists: Dict[str, Any], forward: Optional[str]) -> Optional[str]:
+    """The category of (op, dtype)'s backward: "backward fails", "backward runs", or None (skipped, forward fails)."""
+    if forward != "runs" or not op.supports_autograd:
+        return None
+    key = op.name + op.variant_test_name
+    skips = grad_lists["SKIPLIST_GRAD"]
+    if key in skips and (skips[key] is None or dtype in skips[key]):
+        return None
+    for name in ("XFAILLIST_GRAD", "ON_MPS_XFAILLIST"):
+        table = grad_lists[name]
+        if key in table and (table[key] is None or dtype in table[key]):
+            return "backward fails"
+    return "backward runs"
+
+
+def _kind(exc: Optional[BaseException], dtype_name: str) -> str:
+    """runs, unimplemented, dtype (PyTorch's float64/complex128 TypeError), artefact (the simulator's own), error."""
     if exc is None:
         return "runs"
+    from mpslint.verify import messages
+
+    text = str(exc)
+    kind = messages.error_kind(type(exc).__name__, text)
+    if kind == "device-mismatch" or "with arguments from the 'MPS' backend" in text:
+        return "artefact"  # every input is on the device: a mismatch is a scratch tensor left on the CPU
+    if kind == "float64" or "ComplexDouble" in text:
+        return "dtype"  # PyTorch's own TypeError; an op that converts to float64 (x.double()) raises it on a Mac too
     if isinstance(exc, NotImplementedError):
         return "unimplemented"
     return "error"
 
 
-def _agrees(category: str, outcome: str) -> bool:
-    """PyTorch's lists say "fails", not how: any error agrees with an expected failure (the reason is printed)."""
-    return (outcome == "runs") == (category == "runs")
+def _agrees(category: str, kind: str) -> bool:
+    """The outcome PyTorch expects, and for a failure the same kind of failure."""
+    if category in ("runs", "backward runs"):
+        return kind == "runs"
+    if category == "float64/complex128":
+        return kind == "dtype"
+    if category == "missing kernel":
+        return kind in ("unimplemented", "dtype")  # the list also names ops that convert to float64 (double, ...)
+    return kind in ("unimplemented", "dtype", "error")  # a restriction inside a kernel, complex64, a failing backward
 
 
-def run_ops(names: Sequence[str], samples: int) -> List[Tuple[str, str, str, str, str]]:
-    """(op, dtype, category, outcome, reason) for each comparable pair of the named OpInfos."""
+def run_ops(names: Sequence[str], samples: int, backward: bool = False) -> List[Tuple[str, str, str, str, str]]:
+    """(op, dtype, category, kind, reason) for each comparable pair of the named OpInfos (and their backward)."""
     warnings.simplefilter("ignore")
     import torch
     from torch.testing._internal.common_methods_invocations import op_db
@@ -146,6 +191,8 @@ def run_ops(names: Sequence[str], samples: int) -> List[Tuple[str, str, str, str
     from mpslint.verify.simulate import simulated_device
 
     lists = expectations(torch)
+    grad_lists = expectations(torch, "mps_ops_grad_modifier", {"XFAILLIST_GRAD", "SKIPLIST_GRAD", "ON_MPS_XFAILLIST"}) \
+        if backward else {}
     by_name = defaultdict(list)
     for op in op_db:
         by_name[op.name + op.variant_test_name].append(op)
@@ -160,36 +207,64 @@ def run_ops(names: Sequence[str], samples: int) -> List[Tuple[str, str, str, str
                 category = expected(op, dtype, lists, torch)
                 if category is None:
                     continue
-                try:
-                    inputs = list(op.sample_inputs("cpu", dtype, requires_grad=False))[:samples]
-                except Exception:
+                row = _run_pair(torch, simulated_device, op, dtype, samples, grad=False)
+                if row is None:
                     continue
-                usable = []
-                for sample in inputs:  # a sample the CPU rejects says nothing about MPS
-                    try:
-                        op(sample.input, *sample.args, **sample.kwargs)
-                    except Exception:
-                        continue
-                    usable.append(sample)
-                if not usable:
-                    continue
-                exc: Optional[BaseException] = None
-                with simulated_device(fallback=False):
-                    for sample in usable:
-                        try:
-                            torch.manual_seed(0)
-                            op(_to_mps(sample.input, torch), *_to_mps(sample.args, torch),
-                               **_to_mps(sample.kwargs, torch))
-                        except Exception as caught:  # the outcome under test
-                            exc = caught
-                            break
-                outcome = _outcome(exc)
-                reason = "ran" if exc is None else f"{type(exc).__name__}: {str(exc).splitlines()[0][:150]}"
-                rows.append((key, dtype_name, category, outcome, reason))
+                rows.append((key, dtype_name, category) + row)
+                if backward and dtype_name in BACKWARD_DTYPES and dtype in op.supported_backward_dtypes("cpu"):
+                    grad_category = expected_backward(op, dtype, grad_lists, category)
+                    if grad_category is not None:
+                        row = _run_pair(torch, simulated_device, op, dtype, samples, grad=True)
+                        if row is not None:
+                            rows.append((key, dtype_name, grad_category) + row)
     return rows
 
 
-def _worker(args: Tuple[Sequence[str], int]) -> List[Tuple[str, str, str, str, str]]:
+def _run_pair(torch: Any, simulated_device: Any, op: Any, dtype: Any, samples: int,
+              grad: bool) -> Optional[Tuple[str, str]]:
+    """(kind, reason) of the first samples of (op, dtype) on the emulated device, or None without a usable sample."""
+    dtype_name = str(dtype).split(".")[-1]
+    try:
+        inputs = list(op.sample_inputs("cpu", dtype, requires_grad=grad))[:samples]
+    except Exception:
+        return None
+    usable = []
+    for sample in inputs:  # a sample the CPU rejects says nothing about MPS
+        try:
+            _call(torch, op, sample.input, sample.args, sample.kwargs, grad)
+        except Exception:
+            continue
+        usable.append(sample)
+    if not usable:
+        return None
+    exc: Optional[BaseException] = None
+    with simulated_device(fallback=False):
+        for sample in usable:
+            try:
+                torch.manual_seed(0)
+                _call(torch, op, _to_mps(sample.input, torch), _to_mps(sample.args, torch),
+                      _to_mps(sample.kwargs, torch), grad)
+            except Exception as caught:  # the outcome under test
+                exc = caught
+                break
+    reason = "ran" if exc is None else f"{type(exc).__name__}: {str(exc).splitlines()[0][:150]}"
+    return _kind(exc, dtype_name), reason
+
+
+def _call(torch: Any, op: Any, input: Any, args: Any, kwargs: Any, grad: bool) -> None:
+    out = op(input, *args, **kwargs)
+    if not grad:
+        return
+    outputs = [t for t in torch.utils._pytree.tree_flatten(out)[0]
+               if isinstance(t, torch.Tensor) and t.requires_grad and (t.is_floating_point() or t.is_complex())]
+    leaves = [t for t in torch.utils._pytree.tree_flatten((input, args, kwargs))[0]
+              if isinstance(t, torch.Tensor) and t.requires_grad]
+    if outputs and leaves:
+        torch.autograd.grad([o.sum().abs() if o.is_complex() else o.sum() for o in outputs], leaves,
+                            allow_unused=True)
+
+
+def _worker(args: Tuple[Sequence[str], int, bool]) -> List[Tuple[str, str, str, str, str]]:
     return run_ops(*args)
 
 
@@ -198,6 +273,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--ops", help="comma-separated OpInfo names (name + variant), default all")
     parser.add_argument("--samples", type=int, default=2, help="samples per op and dtype (default 2)")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--backward", action="store_true", help="also differentiate (float32, float16)")
     args = parser.parse_args(argv)
     started = time.monotonic()
     warnings.simplefilter("ignore")
@@ -211,28 +287,43 @@ def main(argv: Optional[List[str]] = None) -> int:
     chunks = [names[i::args.jobs * 8] for i in range(args.jobs * 8)]
     if args.jobs > 1:
         with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-            parts = pool.map(_worker, [(chunk, args.samples) for chunk in chunks if chunk], chunksize=1)
+            parts = pool.map(_worker, [(chunk, args.samples, args.backward) for chunk in chunks if chunk],
+                             chunksize=1)
     else:
-        parts = [run_ops(names, args.samples)]
+        parts = [run_ops(names, args.samples, args.backward)]
     rows = sorted(row for part in parts for row in part)
     print(f"torch {torch.__version__}: {len(names)} OpInfos, {len(rows)} comparable (op, dtype) pairs, "
           f"{args.samples} samples each, {time.monotonic() - started:.0f} s\n")
-    total, agreed, unimplemented = Counter(), Counter(), Counter()
-    for key, dtype, category, outcome, reason in rows:
+    total, agreed, kinds = Counter(), Counter(), defaultdict(Counter)
+    for key, dtype, category, kind, reason in rows:
         total[category] += 1
-        agreed[category] += _agrees(category, outcome)
-        unimplemented[category] += outcome == "unimplemented"
-    print(f"{'category':<22}{'agree':>8}{'pairs':>8}{'rate':>8}{'NotImpl':>9}")
-    for category in CATEGORIES:
+        agreed[category] += _agrees(category, kind)
+        kinds[category][kind] += 1
+    failing = sum(total[c] for c in EXPECTED_FAILURES)
+    failing_agreed = sum(agreed[c] for c in EXPECTED_FAILURES)
+    false_errors = total["runs"] - agreed["runs"]
+    print(f"expected failures, float64/complex128 apart: {failing_agreed} of {failing} predicted with the same kind "
+          f"of error ({failing_agreed / max(failing, 1):.1%})")
+    print(f"false errors on pairs expected to run: {false_errors} of {total['runs']} "
+          f"({kinds['runs']['artefact']} of them the simulator's own artefacts)")
+    if total["backward runs"] or total["backward fails"]:
+        print(f"backward: {agreed['backward fails']} of {total['backward fails']} expected failures predicted, "
+              f"{total['backward runs'] - agreed['backward runs']} false errors of {total['backward runs']}")
+    print(f"float64/complex128: {agreed['float64/complex128']} of {total['float64/complex128']} fail as on a Mac\n")
+    header = "".join(f"{k:>9}" for k in ("runs", "NotImpl", "dtype", "error", "artefact"))
+    print(f"{'category':<22}{'agree':>8}{'pairs':>8}{'rate':>8}{header}")
+    for category in CATEGORIES + ("backward fails", "backward runs"):
         if total[category]:
+            counts = kinds[category]
             print(f"{category:<22}{agreed[category]:>8}{total[category]:>8}"
-                  f"{agreed[category] / total[category]:>8.1%}{unimplemented[category]:>9}")
+                  f"{agreed[category] / total[category]:>8.1%}"
+                  + "".join(f"{counts[k]:>9}" for k in ("runs", "unimplemented", "dtype", "error", "artefact")))
     all_total, all_agreed = sum(total.values()), sum(agreed.values())
     print(f"{'all':<22}{all_agreed:>8}{all_total:>8}{all_agreed / max(all_total, 1):>8.1%}\n")
     print("disagreements (category: op dtype -> outcome, reason):")
-    for key, dtype, category, outcome, reason in rows:
-        if not _agrees(category, outcome):
-            print(f"  {category}: {key} {dtype} -> {outcome}: {reason}")
+    for key, dtype, category, kind, reason in rows:
+        if not _agrees(category, kind):
+            print(f"  {category}: {key} {dtype} -> {kind}: {reason}")
     return 0
 
 

@@ -278,3 +278,146 @@ def test_the_autocast_disabled_warning_is_recorded_at_the_line_that_built_the_au
         finally:
             undo()
     assert [(e["kind"], e["key"], e["row"]) for e in recorder.as_json()] == [("warning", "autocast-disabled", line)]
+
+
+# -- ops that run on the CPU by design: MPSFallback.mm registers them on the MPS key (issue 27 item 1) -------------
+
+FALLBACK_FILE = "/Users/runner/work/pytorch/pytorch/pytorch/aten/src/ATen/mps/MPSFallback.mm"
+
+
+@pytest.fixture
+def registered_by_design():
+    """Stand-in registrations on the MPS key of this CPU build, made from a file the dispatcher records as
+    MPSFallback.mm (``torch._C._dispatch_dump`` names the registering file), as ``m.impl(op, mps_fallback)`` does on a
+    Mac: ``im2col`` (registered so on 2.1-2.3; the table says it has an MPS kernel). ``upsample_nearest3d.vec`` stays
+    unregistered: the table lists it, the installed torch does not register it."""
+    namespace = {}
+    source = textwrap.dedent("""
+        import torch
+        lib = torch.library.Library("aten", "IMPL")
+        lib.impl("im2col", lambda *args: None, "MPS")
+    """)
+    exec(compile(source, FALLBACK_FILE, "exec"), namespace)
+    yield
+    del namespace["lib"]
+
+
+def test_the_dispatcher_says_which_ops_run_on_the_cpu_by_design(registered_by_design):
+    from mpslint.verify import kernels
+    aten = torch.ops.aten
+    assert kernels.registered_as_cpu_fallback("aten::im2col")
+    assert not kernels.registered_as_cpu_fallback("aten::add.Tensor")
+    # A typed kernel in the same file is no fallback: _slow_conv2d_forward's device check, as a Mac's dispatcher
+    # prints it (Python registers boxed kernels only, so this one is read from its text).
+    typed = (f"MPS: registered at {FALLBACK_FILE}:92 :: (Tensor _0, Tensor _1, SymInt[2] _2, Tensor? _3, SymInt[2] _4, "
+             "SymInt[2] _5) -> Tensor _0 [ boxed unboxed ]\n")
+    assert kernels.parse_mps_registration(typed) == (FALLBACK_FILE, False)
+    assert not kernels._is_cpu_fallback(kernels.parse_mps_registration(typed))
+    oracle = KernelOracle(dispatcher_knows=True)
+    assert oracle.table.has_mps_kernel("im2col")  # what the old order decided first
+    assert oracle.decide(aten.im2col.default).kind == "explicit-fallback"
+    # Listed by the hand-kept table, not registered by this torch: no false fallback on a Mac ...
+    assert oracle.decide(aten.upsample_nearest3d.vec).kind != "explicit-fallback"
+    assert oracle.by_design == {"aten::im2col"}
+    # ... while a CPU build, whose dispatcher cannot say, keeps the table's list.
+    cpu_build = KernelOracle(dispatcher_knows=False)
+    assert cpu_build.decide(aten.linalg_svd.default).kind == "explicit-fallback" \
+        or "linalg_svd" not in cpu_build.table.explicit_cpu_fallbacks
+
+
+@pytest.mark.parametrize("action", ["ignore", "default", "error"])
+def test_by_design_fallbacks_are_counted_every_call_whatever_the_warning_filter(registered_by_design, action):
+    """PyTorch warns once per process (TORCH_WARN_ONCE), and a script may filter warnings; the probe counts calls."""
+    recorder = probe.Recorder(__file__)
+    oracle = KernelOracle(dispatcher_knows=True)
+    image = torch.randn(1, 2, 4, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter(action)
+        undo = probe.install_warning_hook(recorder)
+        try:
+            with probe_mode(recorder, oracle, fallback=False):  # by design: no switch needed
+                for _ in range(3):
+                    torch.nn.functional.unfold(image, 2); line = _line()  # noqa: E702
+        finally:
+            undo()
+    assert [(e["kind"], e["key"], e["count"], e["row"]) for e in recorder.as_json()] == [
+        ("fallback", "aten::im2col", 3, line)]
+    assert oracle.by_design == {"aten::im2col"}
+
+
+def test_by_design_fallbacks_read_as_running_on_the_cpu_in_the_report():
+    steps = {"optimizer": [1, 2, 3], "batches": [1, 2, 3], "forward": [1, 2, 3]}
+    raw = {"status": "ran", "simulated": False, "torch_version": "2.13.0", "script_exit_code": 0, "duration_s": 1.0,
+           "events": [{"kind": "fallback", "key": "aten::im2col", "row": 7, "count": 3, "by_design": 0,
+                       "steps": steps}],
+           "explicit_fallbacks": ["aten::im2col"], "errors": [], "lines": list(range(1, 10)),
+           "clocks": {"optimizer": 3, "batches": 3, "forward": 3}, "notes": [], "torch_imported": True, "ops": 9,
+           "ops_on_device": 9}
+    verdict = report.build(launcher.Options("train.py"), launcher.Run(raw, 0, False, 1.0))
+    assert verdict.report["fallbacks"] == [{"op": "aten::im2col", "count": 3, "location": {"filename": "train.py",
+                                                                                         "row": 7},
+                                            "without_fallback": "runs on the CPU"}]
+    assert verdict.report["verdict"] == "fail" and "CPU fallbacks" in verdict.report["reasons"]
+
+
+@simulates
+def test_max_steps_counts_loop_steps_not_the_modules_a_dataset_calls(tmp_path):
+    """A Dataset calling an nn.Module transform (every torchvision transform is one) is no step: before, --max-steps
+    stopped inside the first batch fetch and reported a pass."""
+    run, script = run_child(tmp_path, """
+        import torch
+        from torch import nn
+
+        class Scale(nn.Module):  # a transform: no parameters
+            def forward(self, x):
+                return x * 2
+
+        class Data(torch.utils.data.Dataset):
+            def __init__(self):
+                self.transform = Scale()
+                self.encoder = nn.Linear(3, 3)  # a module with parameters, called inside the fetch
+            def __len__(self):
+                return 64
+            def __getitem__(self, i):
+                with torch.no_grad():
+                    return self.encoder(self.transform(torch.randn(3)))
+
+        model = nn.Linear(3, 1).to("mps")
+        loss_fn = nn.MSELoss()
+        seen = 0
+        for batch in torch.utils.data.DataLoader(Data(), batch_size=4):
+            out = model(batch.to("mps"))
+            loss_fn(out, torch.zeros_like(out)).item()
+            seen += 1
+        print("batches", seen)
+    """, options={"max_steps": 3})
+    assert "batches 3" in run.output
+    assert run.raw["clocks"]["batches"] == 3 and run.raw["clocks"]["forward"] == 3  # the model only
+
+
+@simulates
+def test_an_error_is_placed_at_the_innermost_line_in_the_users_own_files(tmp_path):
+    (tmp_path / "net.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Linear(3, 3)
+            def forward(self, x):
+                bias = torch.ones(3)  # made on the CPU inside the model
+                return self.body(x) + bias
+    """))
+    run, script = run_child(tmp_path, """
+        import torch
+        from net import Net
+        model = Net().to("mps")
+        model(torch.randn(2, 3, device="mps"))
+    """)
+    verdict = report.build(launcher.Options(str(script), simulate=True), run)
+    (error,) = verdict.report["errors"]
+    assert error["type"] == "RuntimeError" and "same device" in error["message"]
+    assert os.path.abspath(error["location"]["filename"]) == str(tmp_path / "net.py")
+    assert error["location"]["row"] == 11  # not the driver's line 5, and not torch's frames below
+    assert run.raw["errors"][0]["script_row"] == 5

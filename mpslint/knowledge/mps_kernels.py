@@ -83,14 +83,31 @@ EXPLICIT_CPU_FALLBACKS: Tuple[str, ...] = (
     "embedding_renorm_",
     "linalg_svd",
     "linalg_svd.U",
-    "upsample_nearest3d.vec",
 )
-# Older MPSFallback.mm versions also listed these (until the native kernel landed).
+# Older MPSFallback.mm versions also listed these (until the native kernel landed). Issue 27's audit of the
+# macOS wheels' registrations: 2.1 and 2.3 register im2col, col2im, the bit shifts and sgn.out; 2.13 none of them.
+# On a Mac the verifier reads the registrations themselves (verify/kernels.py); this list serves CPU builds.
 EXPLICIT_CPU_FALLBACKS_BEFORE: Mapping[str, Version] = {
     "im2col": (2, 6),
+    "col2im": (2, 8),  # the native kernel landed in 2.8 (PR #152282)
     "bitwise_left_shift.Tensor_out": (2, 6),
     "bitwise_right_shift.Tensor_out": (2, 6),
+    "sgn.out": (2, 4),
 }
+# Listed for a while only: absent from the 2.1, 2.3 and 2.13 registrations, present in the stored MPSFallback.mm
+# (035290b7, a >= 2.6 file); the window's ends between the audited releases are inferred (2.8: native
+# upsample_nearest3d kernels). op -> (first, until).
+EXPLICIT_CPU_FALLBACKS_BETWEEN: Mapping[str, Tuple[Version, Version]] = {
+    "upsample_nearest3d.vec": ((2, 6), (2, 8)),
+}
+
+
+def explicit_fallbacks_at(version: Version) -> set:
+    """The ops MPSFallback.mm registers with the CPU fallback at ``version``, before native kernels are subtracted."""
+    found = set(EXPLICIT_CPU_FALLBACKS)
+    found.update(op for op, until in EXPLICIT_CPU_FALLBACKS_BEFORE.items() if version < until)
+    found.update(op for op, (first, until) in EXPLICIT_CPU_FALLBACKS_BETWEEN.items() if first <= version < until)
+    return found
 
 
 def normalize_op(op: str) -> str:
@@ -259,8 +276,7 @@ class KernelTable:
                 mps.add(op)
                 # Functional/in-place variants reach the kernel through their delegate.
                 mps.update(name for name, target in yaml.delegates.items() if target == op)
-        fallbacks = set(EXPLICIT_CPU_FALLBACKS)
-        fallbacks.update(op for op, until in EXPLICIT_CPU_FALLBACKS_BEFORE.items() if vt < until)
+        fallbacks = explicit_fallbacks_at(vt)
         fallbacks -= mps  # a native kernel replaced the fallback registration
         return cls(
             version=version,
@@ -284,9 +300,7 @@ class KernelTable:
         late = {op for op, first in self.first_versions.items() if first > floor}
         late |= {op for op, since in PYTHON_REGISTERED_MPS.items() if since > floor}
         mps = {op for op in self.mps if op not in late and self.delegates.get(op) not in late}
-        fallbacks = set(EXPLICIT_CPU_FALLBACKS) | {
-            op for op, until in EXPLICIT_CPU_FALLBACKS_BEFORE.items() if floor < until
-        }
+        fallbacks = explicit_fallbacks_at(floor)
         fallbacks -= mps
         return KernelTable(
             version=version_text(floor),

@@ -61,6 +61,18 @@ def _error_row(exc: BaseException, script: str) -> Optional[int]:
     return row
 
 
+def _error_where(exc: BaseException, script: str, recorder: Any) -> Dict[str, Any]:
+    """Where the script's error is: the innermost frame in the user's own files (the script's directory, outside
+    installed packages), as README promises; and the script's own line, which confirms the script's static findings."""
+    where: Dict[str, Any] = {"row": _error_row(exc, script), "script_row": _error_row(exc, script)}
+    if recorder is None:
+        return where
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if recorder.is_user_file(frame.f_code.co_filename):
+            where.update(filename=os.path.abspath(frame.f_code.co_filename), row=lineno)
+    return where
+
+
 def _print_script_traceback(exc: BaseException, script: str) -> None:
     """The traceback Python would print for the script: without the verifier's own frames around it."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -175,10 +187,11 @@ def main(argv: List[str]) -> int:
             result["env_writes"] = env_writes(watch, recorder.is_user_file)
             result["unimplemented"] = recorder.raised_json()
             if state["oracle"] is not None:
-                explicit = state["oracle"].table.explicit_cpu_fallbacks
+                oracle = state["oracle"]
+                explicit = oracle.table.explicit_cpu_fallbacks
                 result["explicit_fallbacks"] = sorted(
                     op for op in recorder.table_fallbacks | set(recorder.warned_fallbacks)
-                    if op.split("::", 1)[-1] in explicit)
+                    if op in oracle.by_design or op.split("::", 1)[-1] in explicit)
         if final and state["oracle"] is not None:
             unknown = sorted(state["oracle"].unknown)
             if unknown:
@@ -406,7 +419,7 @@ def _run(script: str, script_args: List[str], result: Dict[str, Any], state: Dic
             _print_script_traceback(exc, script)
             exit_code = 1
             result["errors"].append({"type": type(exc).__name__, "message": str(exc),
-                                     "row": _error_row(exc, script)})
+                                     **_error_where(exc, script, state["recorder"])})
     finally:
         os._exit = real_exit
         finish()

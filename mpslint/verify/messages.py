@@ -79,6 +79,9 @@ ADAPTIVE_POOL_DIVISIBLE = (
     "MPS device yet. For now, you can manually transfer tensor to cpu in this case. Please refer to "
     "[this issue](https://github.com/pytorch/pytorch/issues/96056)"
 )
+# A dtype limit from the generated table (mpslint/knowledge/data/mps_restrictions_*.json): PyTorch's own MPS tests
+# expect the op to fail in this dtype. The kernels' texts differ per op and are not in the table: this one is mpslint's.
+DTYPE_RESTRICTED = "MPS: {op} does not support {dtype} inputs on the MPS device (expected by PyTorch's tests: {because})"
 
 # UserWarning, torch/amp/autocast_mode.py, autocast.__init__ (stacklevel=2: the warning names the line that built the
 # autocast). 2.13 ("In {device_name} autocast, but the target dtype is not supported. Disabling autocast.\n{device_name}
@@ -98,7 +101,7 @@ NOT_IMPLEMENTED_RE = re.compile(r"The operator '(?P<op>[\w:.]+)' is not currentl
 FLOAT64_RE = re.compile(r"float64|MPS framework doesn't support float64")
 DTYPE_RE = re.compile(r"to the MPS backend but it does not have support for that dtype|"
                       r"MPS device does not support \w+ for non-float|supported only for Floating types|"
-                      r"with BF16 or FP16 types is not supported on MPS")
+                      r"with BF16 or FP16 types is not supported on MPS|does not support \w+ inputs on the MPS device")
 RESTRICTION_RE = re.compile(r"not supported at the MPS device|Adaptive pool MPS:")
 DEVICE_MISMATCH_RE = re.compile(
     r"Placeholder storage has not been allocated on MPS device|Expected all tensors to be on the same device"

@@ -333,9 +333,23 @@ def install_compile_hook(recorder: Recorder) -> None:
     torch.compile = compile
 
 
+def _is_model_step(module: Any, fetching: int) -> bool:
+    """A top-level module call that is a step of the loop: a module with parameters (a model, not a loss or a
+    transform), called outside a DataLoader's batch fetch and outside its worker processes (where a Dataset calls its
+    transforms, torchvision's are modules)."""
+    if fetching:
+        return False
+    from torch.utils.data import get_worker_info
+
+    if get_worker_info() is not None:
+        return False
+    return next(iter(module.parameters()), None) is not None
+
+
 def install_clocks(recorder: Recorder, max_steps: Optional[int]) -> None:
     """Step clocks, and ``--max-steps``: every DataLoader iteration ends after N batches; a script without a
-    DataLoader stops after N optimizer steps (or N top-level model calls)."""
+    DataLoader stops after N optimizer steps (or N top-level calls of a model: a module with parameters, outside
+    a DataLoader's fetch)."""
     from torch.optim.optimizer import register_optimizer_step_post_hook
     from torch.utils.data import dataloader
 
@@ -353,11 +367,17 @@ def install_clocks(recorder: Recorder, max_steps: Optional[int]) -> None:
     base = dataloader._BaseDataLoaderIter
     original_next = base.__next__
 
+    fetching = [0]  # > 0 while a DataLoader fetches a batch: the dataset's modules (transforms) are no step
+
     def __next__(self):
         taken = getattr(self, "_mpslint_taken", 0)
         if max_steps is not None and taken >= max_steps:
             raise StopIteration
-        batch = original_next(self)
+        fetching[0] += 1
+        try:
+            batch = original_next(self)
+        finally:
+            fetching[0] -= 1
         self._mpslint_taken = taken + 1
         recorder.tick("batches")
         return batch
@@ -371,7 +391,7 @@ def install_clocks(recorder: Recorder, max_steps: Optional[int]) -> None:
 
     def post(module, args, output):
         depth[0] = max(0, depth[0] - 1)
-        if depth[0] == 0:
+        if depth[0] == 0 and _is_model_step(module, fetching[0]):
             recorder.tick("forward")
             over_budget("forward")
 

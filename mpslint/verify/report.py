@@ -123,7 +123,7 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
             syncs.append({"kind": event["key"], "count": event["count"], "hot": hot, "location": location})
     limit = f"the script did not finish within {options.timeout:g} s" if options.timeout else None
     errors = [{"type": e["type"], "message": limit if e["type"] == "Timeout" and limit else e["message"],
-               "location": _location(script, e.get("row"))}
+               "location": _location(script, e.get("row"), e.get("filename"))}
               for e in raw.get("errors", [])]
     stuck = _stuck_at(run.fault, script)
     if run.raw is None or raw.get("status") == "running":
@@ -343,6 +343,10 @@ def cross_reference(findings: Iterable[Dict[str, Any]], raw: Dict[str, Any], err
     for error in errors:
         kind = messages.error_kind(error["type"], error["message"])
         add(error["location"], {"error"} | ({f"error:{kind}"} if kind else set()))
+    for error in raw.get("errors", []):  # placed in a module of the user's: its call in the script confirms too
+        if script is not None and error.get("script_row") is not None and error.get("filename"):
+            kind = messages.error_kind(error["type"], error["message"])
+            add({"filename": script, "row": error["script_row"]}, {"error"} | ({f"error:{kind}"} if kind else set()))
     for fallback in fallbacks:
         add(fallback["location"], {"fallback"})
     for sync in syncs:

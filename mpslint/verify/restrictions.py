@@ -1,8 +1,11 @@
 """Restrictions inside MPS kernels that exist: checks a kernel makes before it computes, which no op table shows.
 
 The simulated device runs these for ops that reach an MPS kernel (never for
-ops on the CPU fallback), in the kernel's own order, with PyTorch's texts
-(``messages``). Each check names the PyTorch file it mirrors. Checks that
+ops on the CPU fallback), in the kernel's own order. Two sources: the dtype
+limits generated from PyTorch's own MPS test expectations
+(``mpslint/knowledge/build_restrictions.py`` -> ``data/mps_restrictions_*.json``,
+from ``common_mps.py``; mpslint's text, ``messages.DTYPE_RESTRICTED``), and the
+hand-written checks below, with PyTorch's texts (``messages``). Each check names the PyTorch file it mirrors. Checks that
 depend on the macOS version behave as on the oldest macOS the installed torch
 supports (14), where they all apply.
 
@@ -14,7 +17,9 @@ no longer lists them as failing.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+import json
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
 
 import torch
 
@@ -48,8 +53,51 @@ def linear(input: Any, weight: Any, bias: Optional[Any]) -> None:
             raise RuntimeError(messages.LINEAR_NON_FLOAT.format(arg="bias"))
 
 
+_DATA = Path(__file__).resolve().parent.parent / "knowledge" / "data"
+
+
+def load_table(version: Optional[Tuple[int, int]] = None) -> Dict[str, Dict[str, Any]]:
+    """The generated dtype limits for the installed torch, or the newest bundled table older than it (empty if none)."""
+    if version is None:
+        version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])  # type: ignore[assignment]
+    best = None
+    for path in _DATA.glob("mps_restrictions_*_*.json"):
+        found = tuple(int(p) for p in path.stem.split("_")[-2:])
+        if found <= version and (best is None or found > best[0]):
+            best = (found, path)
+    if best is None:
+        return {}
+    return json.loads(best[1].read_text(encoding="utf-8"))["ops"]
+
+
+_TABLE: Optional[Dict[str, Dict[str, Any]]] = None
+
+
+def _table() -> Dict[str, Dict[str, Any]]:
+    global _TABLE
+    if _TABLE is None:
+        _TABLE = load_table()
+    return _TABLE
+
+
+def dtype_limit(func: Any, args: tuple, kwargs: Dict[str, Any]) -> None:
+    """The generated table: the op's first device tensor in a dtype PyTorch's MPS tests expect to fail."""
+    name = func._schema.name.split("::", 1)[-1]
+    entry = _table().get(name)
+    if entry is None:
+        return
+    for value in (*args, *kwargs.values()):
+        if _on_mps(value):
+            dtype = str(value.dtype).split(".")[-1]
+            if dtype in entry["dtypes"]:
+                because = next((b for b in entry["because"] if b.endswith(" " + dtype)), entry["because"][0])
+                raise RuntimeError(messages.DTYPE_RESTRICTED.format(op=f"aten::{name}", dtype=dtype, because=because))
+            return
+
+
 def before(func: Any, args: tuple, kwargs: Dict[str, Any]) -> None:
     """Checks a kernel makes on its arguments."""
+    dtype_limit(func, args, kwargs)
     name = func._schema.name
     if name == "aten::convolution" and len(args) > 6 and _on_mps(args[0]):
         _convolution(args[0], bool(args[6]))

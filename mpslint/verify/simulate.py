@@ -47,9 +47,10 @@ CPU = torch.device("cpu")
 LIMITATIONS = (
     "simulated mps: ops run on the CPU, so speed, memory and numerics are not emulated; checks that depend on the "
     "macOS version are emulated as on the oldest macOS this torch supports",
-    "simulated mps: of the restrictions inside existing MPS kernels, these are emulated: non-float linear, "
+    "simulated mps: of the restrictions inside existing MPS kernels, these are emulated: the dtype limits PyTorch's "
+    "own MPS tests expect (a table generated from common_mps.py, for the ops it can name), non-float linear, "
     "non-float and oversized convolutions, ConvTranspose3d in fp16/bf16, adaptive pooling with non-divisible "
-    "sizes, float64 and complex128; other dtype limits (complex64 support per op, ...) are not",
+    "sizes, float64 and complex128; other checks inside kernels (shapes, strides, arguments) are not",
     "simulated mps: autocast(device_type=\"mps\") does not lower precision; torch.Generator(device=\"mps\"), "
     "torch.load(map_location=\"mps\") and device moves inside torch's own Python code are not emulated",
 )
@@ -157,6 +158,10 @@ class Simulator:
         # options (they would be on the device on a Mac), so devices were checked
         # once, on the composite's own arguments.
         self.composite_depth = 0
+        # Composite kernels running on a device tensor, innermost last ("aten::one_hot"): the factory
+        # calls they make with the input's options (CPU underneath) create scratch tensors that a Mac
+        # creates on the device, so ``_DeviceMode`` places them there.
+        self.composites: List[Optional[str]] = []  # None: a copy
 
     # -- the device -------------------------------------------------------
     def to_device(self, tensor: torch.Tensor) -> torch.Tensor:
@@ -165,24 +170,35 @@ class Simulator:
         return torch.Tensor._make_subclass(SimulatedMPSTensor, tensor)
 
     def dispatch(self, func, args, kwargs):
+        if func.namespace == "c10d":
+            _check_collective(args)
         # The dispatcher picks the kernel first: the boxed CPU fallback moves every
         # argument to the CPU itself, so only a real MPS kernel checks devices.
         decision = self.oracle.decide(func)
+        if func is _aten._to_copy.default and self.composites and self.composites[-1] \
+                and _names_cpu(kwargs.get("device")):
+            # ``t.to(t.options().dtype(...))`` in a composite: the options name the input's device, mps on a Mac.
+            kwargs = dict(kwargs, device=MPS)
         if decision.kind == COMPOSITE:
             self._check_devices(func, args, kwargs)
             restrictions.before(func, args, kwargs)
             self.composite_depth += 1
+            # A copy's composite (_to_copy to the CPU) makes its result where it was asked: no scratch there.
+            moves = func._schema.name in _MIXING_OK or ("device" in kwargs and not _is_mps(kwargs["device"]))
+            self.composites.append(None if moves else func._schema.name)
             try:
-                out = func._op_dk(decision.key, *args, **kwargs)
+                with _DeviceMode(self):
+                    out = func._op_dk(decision.key, *args, **kwargs)
             finally:
                 self.composite_depth -= 1
+                self.composites.pop()
             restrictions.after(func, args, kwargs, out)
             return self._wrap(args, kwargs, out)
         if not self._falls_back(decision):
             self._check_devices(func, args, kwargs)
             restrictions.before(func, args, kwargs)
-        func = _scalar_overload(func, args)
         with no_dispatch():
+            func, args = _scalar_overload(func, args)
             out = func(*args, **_cpu_kwargs(kwargs))
         if decision.kind not in (MISSING, EXPLICIT_FALLBACK):
             restrictions.after(func, args, kwargs, out)
@@ -243,18 +259,48 @@ class Simulator:
         return pytree.tree_map_only(torch.Tensor, wrap, out)
 
 
-def _scalar_overload(func: Any, args: tuple) -> Any:
-    """The ``.Scalar`` overload when a ``.Tensor`` one received a number.
+def _check_collective(args: tuple) -> None:
+    """A collective on device tensors asks its process group for the backend of ``mps``, as ProcessGroup::getBackend
+    does with the tensors' device on a Mac: gloo (``cpu:gloo``) has none, and raises PyTorch's own error."""
+    try:
+        from torch.distributed import ProcessGroup
+    except ImportError:
+        return
+    unbox = getattr(ProcessGroup, "unbox", None)
+    if unbox is None:
+        return
+    for value in args:
+        if isinstance(value, torch.ScriptObject):
+            try:
+                group = unbox(value)
+            except (RuntimeError, TypeError):
+                continue
+            group._get_backend(MPS)  # "No backend type associated with device type mps"
+
+
+def _scalar_overload(func: Any, args: tuple) -> Tuple[Any, tuple]:
+    """What a ``.Tensor`` overload that received a number computes: the ``.Scalar`` overload, or a 0-dim tensor.
 
     A composite kernel passes C++ "wrapped number" tensors, which reach Python
     as plain numbers; the Scalar overload computes what the wrapped number would.
+    A number in ``self`` (``100 - t`` is ``rsub``, which calls ``sub(wrapped, t)``)
+    has no Scalar overload to go to: it becomes a 0-dim tensor of the dtype the
+    wrapped number promotes to (``torch.result_type``), so the result's dtype is the same.
     """
     if func._overloadname != "Tensor":
-        return func
-    for value, argument in zip(args, func._schema.arguments):
-        if isinstance(value, (int, float, bool)) and str(argument.type) == "Tensor":
-            return getattr(func.overloadpacket, "Scalar", func)
-    return func
+        return func, args
+    for index, (value, argument) in enumerate(zip(args, func._schema.arguments)):
+        if isinstance(value, (int, float, bool, complex)) and str(argument.type) == "Tensor":
+            if index == 0:
+                other = next((a for a in args[1:] if isinstance(a, torch.Tensor)), None)
+                dtype = torch.result_type(value, other) if other is not None else None
+                return func, (torch.tensor(value, dtype=dtype),) + tuple(args[1:])
+            return getattr(func.overloadpacket, "Scalar", func), args
+    return func, args
+
+
+def _names_cpu(device: Any) -> bool:
+    return device is not None and torch.device(device).type == "cpu"
 
 
 def _cpu_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
@@ -272,9 +318,67 @@ class _DeviceMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if not any(issubclass(t, SimulatedMPSTensor) for t in types) and _is_mps(kwargs.get("device")):
-            return self.simulator.factory(func, args, kwargs)
+        if not any(issubclass(t, SimulatedMPSTensor) for t in types):
+            if _is_mps(kwargs.get("device")):
+                return self.simulator.factory(func, args, kwargs)
+            if self.simulator.composites and self.simulator.composites[-1] and _is_scratch(func, args, kwargs):
+                return self.simulator.factory(func, args, _scratch_kwargs(self.simulator.composites[-1], kwargs))
         return func(*args, **kwargs)
+
+
+# Composites that pick float32 for their scratch tensors on MPS, where other devices use float64:
+# get_atol_rtol in aten/src/ATen/native/LinearAlgebra.cpp (``input.device().type() == kMPS``).
+_FLOAT_SCRATCH_ON_MPS = {"aten::linalg_pinv", "aten::pinverse", "aten::linalg_matrix_rank"}
+
+
+def _is_scratch(func: Any, args: tuple, kwargs: Dict[str, Any]) -> bool:
+    """A factory call (no tensor argument) asking for the CPU, made by a composite kernel running on a device tensor."""
+    device = kwargs.get("device")
+    if device is not None and torch.device(device).type != "cpu":
+        return False
+    if not any(argument.name == "device" for argument in func._schema.arguments):
+        return False
+    return not any(isinstance(leaf, torch.Tensor) for leaf in _leaves((args, kwargs)))
+
+
+def _scratch_kwargs(composite: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    kwargs = dict(kwargs, device=MPS)
+    if composite in _FLOAT_SCRATCH_ON_MPS and kwargs.get("dtype") == torch.float64:
+        kwargs["dtype"] = torch.float32
+    return kwargs
+
+
+def _has_device_tensor(args: tuple, kwargs: Dict[str, Any]) -> bool:
+    return any(isinstance(leaf, SimulatedMPSTensor) for leaf in _leaves((args, kwargs)))
+
+
+_IMPLICIT: Dict[str, Optional[str]] = {}
+# Composites whose copies go where the caller asked, never where the input is.
+_MOVES = {"to", "cpu", "type", "type_as", "new_tensor", "copy_", "to_dense", "numpy", "tolist", "item"}
+
+
+def _implicit_composite(func: Any) -> Optional[str]:
+    """``aten::name`` when the public function ``func`` is an aten op with a CompositeImplicitAutograd kernel."""
+    name = getattr(func, "__name__", None)
+    if not isinstance(name, str) or name in _MOVES:
+        return None
+    known = _IMPLICIT.get(name, "")
+    if known != "":
+        return known
+    found = None
+    packet = getattr(torch.ops.aten, name, None) if not name.startswith("_") else None
+    if packet is not None:
+        for overload in packet.overloads():
+            qualified = f"aten::{name}" + ("" if overload == "default" else f".{overload}")
+            try:
+                implicit = torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CompositeImplicitAutograd")
+            except RuntimeError:  # an overload only TorchScript knows (aten::ne.int_list)
+                continue
+            if implicit:
+                found = f"aten::{name}"
+                break
+    _IMPLICIT[name] = found
+    return found
 
 
 class _Router(TorchFunctionMode):
@@ -297,19 +401,24 @@ class _Router(TorchFunctionMode):
                 return _to_host(first, dtype=target[1])
             if target is not None and target[0] is not None and target[0].type == "mps":
                 return self._to_device(first, target, bool(kwargs.get("copy") or (len(args) > 4 and args[4])))
-        if func in (torch.tensor, torch.as_tensor) and _is_mps(kwargs.get("device")):
-            # The C++ constructor would look for a device guard the CPU build does not have.
-            requires_grad = bool(kwargs.get("requires_grad", False))
-            host = dict(kwargs, device=CPU)
-            host.pop("requires_grad", None)
-            with torch.no_grad():
-                tensor = self.simulator.to_device(func(*args, **host))
-            return tensor.requires_grad_(requires_grad)
+        if func in _CONSTRUCTORS and _is_mps(kwargs.get("device")):
+            return _construct_on_device(self.simulator, func, args, kwargs)
         if func in (torch.ctc_loss, torch.nn.functional.ctc_loss) and on_device and len(args) > 3 \
                 and isinstance(args[2], torch.Tensor):
             return _ctc_loss_as_on_mps(self.simulator, func, args, kwargs)
         if func in (torch.nn.functional.linear, torch._C._nn.linear) and len(args) > 1:
             restrictions.linear(first, args[1], args[2] if len(args) > 2 else kwargs.get("bias"))
+        composite = _implicit_composite(func) if _has_device_tensor(args, kwargs) else None
+        if composite is not None:
+            # Decomposed above the dispatcher (the Autograd key): the simulator sees only its parts.
+            self.simulator.composites.append(composite)
+            try:
+                return self._call(func, args, kwargs, on_device)
+            finally:
+                self.simulator.composites.pop()
+        return self._call(func, args, kwargs, on_device)
+
+    def _call(self, func, args, kwargs, on_device):
         if self.svd_fallback and func in _SVD_ENTRY_POINTS and on_device:
             if self.simulator.on_fallback is not None:
                 self.simulator.on_fallback("aten::linalg_svd")
@@ -332,6 +441,34 @@ class _Router(TorchFunctionMode):
         if dtype is not None or memory_format is not None:
             tensor = tensor.to(dtype=dtype or tensor.dtype, memory_format=memory_format or torch.preserve_format)
         return _ToDevice.apply(tensor, self.simulator)
+
+
+_CONSTRUCTORS = (torch.tensor, torch.as_tensor)
+
+
+def _construct_on_device(simulator: Simulator, func: Any, args: tuple, kwargs: Dict[str, Any]) -> torch.Tensor:
+    """``torch.tensor(..., device="mps")``: the C++ constructor hides from dispatch modes and would look for a device
+    guard the CPU build does not have."""
+    requires_grad = bool(kwargs.get("requires_grad", False))
+    host = dict(kwargs, device=CPU)
+    host.pop("requires_grad", None)
+    with torch.no_grad():
+        tensor = simulator.to_device(func(*args, **host))
+    return tensor.requires_grad_(requires_grad)
+
+
+def _constructor(simulator: Simulator, original: Any) -> Any:
+    """``torch.tensor``/``torch.as_tensor`` as torch's own Python code calls them too (``torch.functional``'s
+    ``unravel_index`` makes ``torch.tensor(..., device=indices.device)``), where no torch function mode runs."""
+
+    def construct(*args: Any, **kwargs: Any) -> torch.Tensor:
+        if _is_mps(kwargs.get("device")):
+            return _construct_on_device(simulator, original, args, kwargs)
+        return original(*args, **kwargs)
+
+    construct.__doc__ = original.__doc__
+    construct.__wrapped__ = original  # type: ignore[attr-defined]
+    return construct
 
 
 def _ctc_loss_as_on_mps(simulator: Simulator, func: Any, args: tuple, kwargs: Dict[str, Any]) -> torch.Tensor:
@@ -426,6 +563,38 @@ def _grouping(original: Any) -> Any:
     return group
 
 
+def _module_apply(original: Any) -> Any:
+    """``nn.Module._apply`` that replaces the parameters it cannot swap in place.
+
+    A Mac moves parameters with ``param.data = ...`` (set_data), which never
+    fails; the emulated device swaps them (``__tensor_flatten__``), which fails
+    for a parameter something else holds: the legacy ``weight_norm`` hook's
+    computed weight, a ScriptModule's C++ slots. Those are replaced in the
+    module by a new Parameter, as ``_apply`` does for a type change.
+    """
+    from torch.nn.modules import module as module_file
+
+    if not hasattr(module_file, "is_traceable_wrapper_subclass"):
+        return original  # older torch: swaps only under torch.__future__, which a script sets itself
+
+    def _apply(self: torch.nn.Module, fn: Any, recurse: bool = True) -> torch.nn.Module:
+        try:
+            return original(self, fn, recurse)
+        except RuntimeError as exc:
+            if not str(exc).startswith("_apply(): Couldn't swap"):
+                raise
+        # The children are done; the parameters swapped so far are moved already (fn returns them unchanged).
+        saved = (module_file.is_traceable_wrapper_subclass, torch._has_compatible_shallow_copy_type)
+        module_file.is_traceable_wrapper_subclass = lambda t: False
+        torch._has_compatible_shallow_copy_type = lambda a, b: False
+        try:
+            return original(self, fn, False)
+        finally:
+            module_file.is_traceable_wrapper_subclass, torch._has_compatible_shallow_copy_type = saved
+
+    return _apply
+
+
 def platform_patches() -> Dict[Tuple[object, str], Any]:
     """What a Mac with Apple silicon reports, as (owner, attribute) -> value."""
     patches: Dict[Tuple[object, str], Any] = {
@@ -449,7 +618,13 @@ def platform_patches() -> Dict[Tuple[object, str], Any]:
         (torch.mps, "recommended_max_memory"): lambda: 0,
         (torch.mps, "Event"): _Event,
         (torch._C, "_group_tensors_by_device_and_dtype"): _grouping(torch._C._group_tensors_by_device_and_dtype),
+        (torch.nn.Module, "_apply"): _module_apply(torch.nn.Module._apply),
     }
+    # torch.mps.profiler (signposts and Metal captures) on the emulated device: nothing to trace; a capture is
+    # refused as on a Mac without MTL_CAPTURE_ENABLED=1 in the environment.
+    for name, value in (("_mps_profilerStartTrace", _nothing), ("_mps_profilerStopTrace", _nothing),
+                        ("_mps_isCaptureEnabled", lambda: False), ("_mps_isCapturing", lambda: False)):
+        patches[(torch._C, name)] = value  # the CPU build may lack them: removed again on exit
     accelerator = getattr(torch, "accelerator", None)
     if accelerator is not None:
         for name, value in (
@@ -468,6 +643,9 @@ def platform_patches() -> Dict[Tuple[object, str], Any]:
     return patches
 
 
+_ABSENT = object()
+
+
 @contextlib.contextmanager
 def simulated_device(oracle: Optional[KernelOracle] = None, *, fallback: bool = True,
                      on_fallback: Optional[Callable[[str], None]] = None) -> Iterator[Simulator]:
@@ -475,15 +653,20 @@ def simulated_device(oracle: Optional[KernelOracle] = None, *, fallback: bool = 
     simulator = Simulator(oracle or KernelOracle(), fallback=fallback, on_fallback=on_fallback)
     SimulatedMPSTensor.simulator = simulator
     saved = {}
-    for (owner, name), value in platform_patches().items():
-        saved[(owner, name)] = getattr(owner, name, None)
+    patches = platform_patches()
+    patches.update({(torch, f.__name__): _constructor(simulator, f) for f in _CONSTRUCTORS})
+    for (owner, name), value in patches.items():
+        saved[(owner, name)] = getattr(owner, name, _ABSENT)
         setattr(owner, name, value)
     try:
         with _Router(simulator), _DeviceMode(simulator):
             yield simulator
     finally:
         for (owner, name), value in saved.items():
-            setattr(owner, name, value)
+            if value is _ABSENT:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, value)
 
 
 def _check_dtype(dtype: torch.dtype) -> None:

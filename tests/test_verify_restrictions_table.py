@@ -1,0 +1,68 @@
+"""The generated table of dtype limits inside MPS kernels (mpslint/knowledge/build_restrictions.py): it cites its
+source, agrees with the installed torch's common_mps.py, and the emulated device raises where it says."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from mpslint.knowledge import build_restrictions  # noqa: E402
+from mpslint.verify import messages, restrictions  # noqa: E402
+from mpslint.verify.simulate import simulated_device  # noqa: E402
+
+VERSION = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+TABLE = Path(build_restrictions.DATA) / f"mps_restrictions_{VERSION[0]}_{VERSION[1]}.json"
+needs_table = pytest.mark.skipif(not TABLE.exists(), reason="no table generated for this torch")
+
+
+@needs_table
+def test_the_table_cites_its_source_and_agrees_with_the_installed_common_mps():
+    data = json.loads(TABLE.read_text(encoding="utf-8"))
+    assert data["torch_version"] == torch.__version__.split("+")[0]
+    assert data["git_version"] == torch.version.git_version and "common_mps.py" in data["source"]
+    import torch.testing._internal as internal
+
+    lists = build_restrictions.common_mps_lists(os.path.join(os.path.dirname(internal.__file__), "common_mps.py"),
+                                                torch)
+    assert data["ops"], "an empty table restricts nothing"
+    for op, entry in data["ops"].items():
+        for because in entry["because"]:
+            source, _, dtype = because.rpartition(" ")
+            assert dtype in entry["dtypes"]
+            if source.startswith("SUPPORTED_COMPLEX_OPS"):
+                key = source.split("[", 1)[1][1:-2]
+                assert dtype == "complex64" and key not in lists["SUPPORTED_COMPLEX_OPS"]
+            else:
+                name, key = source.split("[", 1)
+                listed = lists[name][key[1:-2]]
+                assert listed is not None and getattr(torch, dtype) in listed, because
+    assert restrictions.load_table() == data["ops"]
+
+
+@needs_table
+def test_the_emulated_device_raises_where_the_table_says_and_runs_elsewhere():
+    ops = restrictions.load_table()
+    name, entry = next((n, e) for n, e in sorted(ops.items()) if n == "bincount") if "bincount" in ops \
+        else sorted(ops.items())[0]
+    if name != "bincount":
+        pytest.skip("bincount is not restricted in this torch's table")
+    dtype = getattr(torch, entry["dtypes"][0])
+    with simulated_device(fallback=False):
+        with pytest.raises(RuntimeError) as caught:
+            torch.bincount(torch.tensor([1, 2, 2], dtype=dtype).to("mps"))
+        torch.bincount(torch.tensor([1, 2, 2], dtype=dtype))  # on the CPU: no limit
+    assert str(caught.value).startswith(f"MPS: aten::bincount does not support {entry['dtypes'][0]} inputs")
+    assert messages.error_kind("RuntimeError", str(caught.value)) == "dtype"
+
+
+def test_without_a_table_nothing_is_restricted(tmp_path, monkeypatch):
+    monkeypatch.setattr(restrictions, "_DATA", tmp_path)
+    assert restrictions.load_table() == {}
+    (tmp_path / "mps_restrictions_2_1.json").write_text(json.dumps({"ops": {"x": {"dtypes": ["uint8"], "because": []}}}))
+    assert restrictions.load_table((2, 13)) == {"x": {"dtypes": ["uint8"], "because": []}}  # the newest not newer
+    assert restrictions.load_table((2, 0)) == {}

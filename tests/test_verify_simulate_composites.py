@@ -1,0 +1,124 @@
+"""The emulated device on what PyTorch's own code does behind a public function: composite kernels' scratch tensors,
+numbers in ``self``, module moves it cannot swap, TorchScript, ``torch.mps.*``. Each ran on a Mac and failed
+under ``--simulate`` before (issue 27)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from mpslint.verify import messages  # noqa: E402
+from mpslint.verify.simulate import SimulatedMPSTensor, simulated_device  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not hasattr(torch.utils, "swap_tensors"), reason="--simulate needs torch 2.3")
+F = torch.nn.functional
+
+
+@pytest.fixture
+def mps():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the explicit linalg_svd fallback warns
+        with simulated_device(fallback=True) as simulator:
+            yield simulator
+
+
+def _same(on_device, on_host):
+    """The device result is on mps and equals the CPU's."""
+    if isinstance(on_host, (tuple, list)):
+        assert len(on_device) == len(on_host)
+        for d, h in zip(on_device, on_host):
+            _same(d, h)
+        return
+    assert isinstance(on_device, SimulatedMPSTensor), type(on_device)
+    assert on_device.dtype == on_host.dtype
+    torch.testing.assert_close(on_device.cpu(), on_host)
+
+
+# Composites that make scratch tensors with the input's options (the CPU's underneath, the device's on a Mac).
+COMPOSITES = {
+    "one_hot": (lambda t: F.one_hot(t, 4), lambda: torch.tensor([0, 3, 1])),
+    "quantile": (lambda t: torch.quantile(t, 0.25), lambda: torch.arange(10.0)),
+    "quantile_tensor_q": (lambda t: torch.quantile(t, torch.tensor([0.1, 0.9]).to(t.device), dim=0),
+                          lambda: torch.arange(12.0).reshape(4, 3)),
+    "nanquantile": (lambda t: t.nanquantile(0.5), lambda: torch.tensor([1.0, float("nan"), 3.0])),
+    "combinations": (lambda t: torch.combinations(t, r=2), lambda: torch.arange(4)),
+    "pinv": (lambda t: torch.linalg.pinv(t), lambda: torch.eye(3) * 2),  # float32 tolerances on MPS, float64 elsewhere
+    "pinverse": (lambda t: torch.pinverse(t), lambda: torch.eye(3) * 2),  # the same, through linalg_pinv's rcond overload
+    "linspace_tensors": (lambda t: torch.linspace(t[0], t[1], 5, device=t.device), lambda: torch.tensor([0.0, 1.0])),
+    "unravel_index": (lambda t: torch.unravel_index(t, (3, 2)), lambda: torch.tensor([4, 5])),
+    "rsub_float": (lambda t: 100 - t, lambda: torch.arange(3.0)),
+    "rsub_uint8": (lambda t: 100 - t, lambda: torch.arange(3, dtype=torch.uint8)),  # the number keeps uint8
+    "rsub_half": (lambda t: 1.5 - t, lambda: torch.arange(3, dtype=torch.float16)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPOSITES))
+def test_composites_run_on_the_device_as_on_a_mac(mps, name):
+    call, make = COMPOSITES[name]
+    _same(call(make().to("mps")), call(make()))
+
+
+def test_a_users_cpu_tensor_given_to_a_composite_still_fails(mps):
+    with pytest.raises(RuntimeError) as caught:
+        torch.quantile(torch.arange(10.0, device="mps"), torch.tensor([0.1, 0.9]))
+    assert messages.error_kind("RuntimeError", str(caught.value)) == "device-mismatch"
+    with pytest.raises(RuntimeError):
+        F.one_hot(torch.tensor([0, 1], device="mps"), 2) + torch.ones(2, 2)
+
+
+def test_float64_scratch_is_float32_only_where_torch_picks_it_for_mps(mps):
+    """LinearAlgebra.cpp's get_atol_rtol picks float32 on MPS; any other float64 on the device still fails."""
+    torch.linalg.pinv(torch.eye(2, device="mps"))
+    with pytest.raises(TypeError, match="float64"):
+        torch.ones(2, device="mps").to(torch.float64)
+
+
+def test_a_module_with_legacy_weight_norm_moves_and_trains(mps):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # weight_norm is deprecated
+        model = torch.nn.utils.weight_norm(torch.nn.Linear(3, 2))
+    model.to("mps")
+    assert model.weight_g.device.type == "mps" and isinstance(model.weight_g, torch.nn.Parameter)
+    assert {p.device.type for p in model.parameters()} == {"mps"}
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(4, 3, device="mps")).sum().backward()
+    optimizer.step()
+    assert model.weight_v.grad.device.type == "mps"
+
+
+def test_torchscript_modules_move_and_run(mps):
+    scripted = torch.jit.script(torch.nn.Linear(3, 2)).to("mps")
+    assert scripted(torch.randn(4, 3, device="mps")).device.type == "mps"
+    traced = torch.jit.trace(torch.nn.Linear(3, 2).to("mps"), torch.randn(4, 3, device="mps"))
+    assert traced(torch.randn(5, 3, device="mps")).shape == (5, 2)
+
+
+def test_torch_mps_profiler_runs_and_is_removed_after():
+    had = hasattr(torch._C, "_mps_isCapturing")
+    with simulated_device():
+        with torch.mps.profiler.profile(mode="interval,event"):
+            torch.ones(2, device="mps") * 2
+        torch.mps.profiler.start()
+        torch.mps.profiler.stop()
+        assert torch.mps.profiler.is_capturing_metal() is False
+        assert torch.mps.profiler.is_metal_capture_enabled() is False
+    assert hasattr(torch._C, "_mps_isCapturing") == had
+
+
+def test_collectives_follow_the_backends_device_rules(mps, tmp_path):
+    """gloo registers itself for cpu (and cuda): a collective on an mps tensor raises ProcessGroup's own error."""
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available() or not hasattr(dist.ProcessGroup, "unbox"):
+        pytest.skip("no torch.distributed here")
+    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
+    try:
+        on_host = torch.ones(2)
+        dist.all_reduce(on_host)
+        assert on_host.tolist() == [1.0, 1.0]
+        with pytest.raises(RuntimeError, match="^No backend type associated with device type mps$"):
+            dist.all_reduce(torch.ones(2, device="mps"))
+    finally:
+        dist.destroy_process_group()
