@@ -9,7 +9,7 @@ this process (``engine.check_text`` with fixes computed, as ``mpslint
 --no-cache -j 1`` does), and the table prints the time of each and their ratio:
 linear growth gives 4, quadratic 16. CPU time (``time.process_time``) is used,
 so other load on the machine does not skew a ratio. Not a test: it prints a
-table; README's Performance section quotes it.
+table; docs/performance.md quotes it.
 """
 
 from __future__ import annotations
