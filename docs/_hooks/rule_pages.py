@@ -36,12 +36,13 @@ page in the terminal.
 
 | family | what |
 |---|---|
-| MPS0xx | files that cannot be checked, and mpslint's own errors |
+| MPS0xx | files that cannot be checked: syntax errors, unreadable paths |
 | MPS1xx | CUDA-only code: calls, device strings, device choices, AMP, CUDA-only features |
 | MPS2xx | host syncs on every step of a training loop, and timing that does not wait for the device |
 | MPS3xx | where tensors live: `.numpy()` on device tensors, placement mismatches, float64, non-blocking copies |
 | MPS4xx | data loading and processes: pinned memory, fork, unguarded workers, device tensors in workers |
 | MPS5xx | op coverage: ops without an MPS kernel, CPU fallbacks, dtypes, features that need a newer torch |
+| MPS9xx | mpslint's own errors: a rule that crashed on a file |
 
 The *fix* column says whether `mpslint --fix` rewrites the code; [Fixes](../fixes.md) explains
 what "safe", "unsafe" and "sometimes" mean, and [How rules decide](../how-rules-decide.md) what
@@ -60,9 +61,24 @@ def rule_page(doc: "catalog.RuleDoc") -> str:
     )
 
 
+FAMILIES = {
+    "MPS0": "MPS0xx: files that cannot be checked",
+    "MPS1": "MPS1xx: CUDA-only code",
+    "MPS2": "MPS2xx: host syncs and timing",
+    "MPS3": "MPS3xx: where tensors live",
+    "MPS4": "MPS4xx: data loading and processes",
+    "MPS5": "MPS5xx: op coverage",
+    "MPS9": "MPS9xx: mpslint's own errors",
+}
+
+
 def on_config(config, **kwargs):
-    """List every rule page under the "Rules" entry of the navigation."""
-    rules = ["rules/index.md"] + [{f"{code} {doc.name}": f"rules/{code}.md"} for code, doc in catalog.load().items()]
+    """List every rule page under the "Rules" entry of the navigation, one folding group per family."""
+    groups: dict = {}
+    for code, doc in catalog.load().items():
+        family = FAMILIES.get(code[:4], f"{code[:4]}xx")
+        groups.setdefault(family, []).append({f"{code} {doc.name}": f"rules/{code}.md"})
+    rules = [{"All rules": "rules/index.md"}] + [{family: pages} for family, pages in groups.items()]
     for i, item in enumerate(config.nav or []):
         if isinstance(item, dict) and "Rules" in item:
             config.nav[i] = {"Rules": rules}
