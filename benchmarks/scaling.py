@@ -10,7 +10,7 @@ this process (``engine.check_text`` with fixes computed, as ``mpslint
 --no-cache -j 1`` does), and the table prints the time of each and their ratio:
 linear growth gives 4, quadratic 16. CPU time (``time.process_time``) is used,
 so other load on the machine does not skew a ratio. Not a test: it prints a
-table; README's Performance section quotes it. With ``--fix`` the time is
+table; docs/performance.md quotes it. With ``--fix`` the time is
 ``fixer.fix_text``'s (every pass, its checks and the choice among thousands of
 fixes), as ``mpslint --fix --no-cache -j 1`` spends it on one file.
 """

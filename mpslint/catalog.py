@@ -158,13 +158,16 @@ def table_rows() -> List[Tuple[str, str, str, str]]:
     return [(d.code, d.name, d.summary, d.fix) for d in load().values()]
 
 
-def readme_table() -> str:
-    """The rule table of README.md, generated from the catalog (``python -m mpslint.catalog``)."""
+def readme_table(link: str = "rules/{code}.md") -> str:
+    """The rule table of README.md, generated from the catalog (``python -m mpslint.catalog``).
+
+    ``link`` is where a code links to; the documentation site's rule index uses ``{code}.md``.
+    """
     fixes = {"none": "–", "safe": "safe", "unsafe": "unsafe", "sometimes": "sometimes"}
     lines = ["| code | name | what it flags | fix |", "|---|---|---|---|"]
     for doc in load().values():
         summary = doc.summary.replace("|", "\\|")
-        lines.append(f"| [{doc.code}](rules/{doc.code}.md) | {doc.name} | {summary} | {fixes.get(doc.fix, doc.fix)} |")
+        lines.append(f"| [{doc.code}]({link.format(code=doc.code)}) | {doc.name} | {summary} | {fixes.get(doc.fix, doc.fix)} |")
     return "\n".join(lines) + "\n"
 
 

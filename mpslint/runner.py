@@ -16,7 +16,7 @@ Parallelism: a pool of ``spawn`` workers (fork is unsafe with threads and
 not the default on macOS), each importing the rules once and receiving the
 run's settings table once. Starting a worker costs a fresh interpreter plus
 LibCST and the rules, and most files are ruled out before LibCST parses them,
-so the pool pays off only from some dozens of files (README, "Performance"):
+so the pool pays off only from some dozens of files (docs/performance.md):
 below ``POOL_THRESHOLD`` files to check (after cache hits) everything runs in
 this process, so pre-commit's handful of staged files never pays for
 workers. Results come back in task order, so output never depends on

@@ -36,7 +36,7 @@ Version = Tuple[int, int]
 # that declares no floor may well predate torch.accelerator (2.6) or MPS
 # autocast (2.5): rewriting it for a current torch would break it where it
 # ran. So fixes assume torch 2.0, the oldest the inline device picker supports,
-# and the run summary says so (README.md, "Migrating a CUDA script").
+# and the run summary says so (docs/fixes.md, "Migrating a CUDA script").
 ASSUMED_FLOOR: Version = (2, 0)
 
 
