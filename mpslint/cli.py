@@ -408,22 +408,13 @@ def _fix_floors(results, resolver, fixing: bool) -> str:
     from mpslint.knowledge.cuda_api import ASSUMED_FLOOR
     from mpslint.output.summary import floor_note
 
-    floors = []
-    for r in results:
+    def relevant(r) -> bool:
         # The CUDA family's fixes (MPS1xx) depend on the torch they are written for: the device picker, torch.accelerator, AMP.
         if fixing:
-            relevant = any(code.startswith("MPS1") for code in r.fixed)
-        else:
-            relevant = any(d.fix is not None and d.code.startswith("MPS1") for d in r.diagnostics)
-        if not relevant:
-            continue
-        try:
-            config = resolver.for_path(Path(r.display)) if r.display != "-" else resolver.for_directory(resolver.cwd)
-        except Exception:  # noqa: BLE001 - a note must never fail the run
-            continue
-        settings = config.settings
-        floors.append((settings.torch_version, settings.torch_version_origin))
-    return floor_note(floors, ASSUMED_FLOOR)
+            return any(code.startswith("MPS1") for code in r.fixed)
+        return any(d.fix is not None and d.code.startswith("MPS1") for d in r.diagnostics)
+
+    return floor_note(_floors_of(results, resolver, relevant), ASSUMED_FLOOR)
 
 
 def _gate_floors(results, resolver) -> str:
@@ -431,9 +422,15 @@ def _gate_floors(results, resolver) -> str:
     from mpslint.knowledge.cuda_api import ASSUMED_FLOOR
     from mpslint.output.summary import gate_note
 
+    gated = _floors_of(results, resolver, lambda r: any(d.code in VERSION_GATED for d in r.diagnostics))
+    return gate_note(gated, ASSUMED_FLOOR)
+
+
+def _floors_of(results, resolver, relevant) -> list:
+    """(torch floor, where it came from) of each file of the run that ``relevant`` keeps."""
     floors = []
     for r in results:
-        if not any(d.code in VERSION_GATED for d in r.diagnostics):
+        if not relevant(r):
             continue
         try:
             config = resolver.for_path(Path(r.display)) if r.display != "-" else resolver.for_directory(resolver.cwd)
@@ -441,7 +438,7 @@ def _gate_floors(results, resolver) -> str:
             continue
         settings = config.settings
         floors.append((settings.torch_version, settings.torch_version_origin))
-    return gate_note(floors, ASSUMED_FLOOR)
+    return floors
 
 
 # Findings that compare a feature with the project's torch floor (MPS501/MPS502 name their torch in each message).
