@@ -1,6 +1,6 @@
-"""README's Neovim set-up for 0.7 to 0.10, run by a real Neovim: the server attaches and its findings arrive.
+"""The documented Neovim set-up for 0.7 to 0.10, run by a real Neovim: the server attaches and its findings arrive.
 
-Neovim runs headless with the Lua block from README (its ``cmd`` pointed at this
+Neovim runs headless with the Lua block from docs/editors.md (its ``cmd`` pointed at this
 checkout's ``python -m mpslint server``), opens a file, waits for diagnostics
 with ``vim.wait`` and writes what ``vim.diagnostic.get()`` holds to a file.
 Skipped where ``nvim`` is not installed (Debian: ``apt-get install neovim``,
@@ -54,8 +54,8 @@ CUDA = "import torch\n\nmodel = torch.nn.Linear(4, 2)\nmodel.cuda()\nbatch = tor
 
 
 def readme_setup(python: str) -> str:
-    """The Lua block of README's set-up for Neovim 0.7 to 0.10, starting this checkout's server."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    """The Lua block of the documented set-up for Neovim 0.7 to 0.10, starting this checkout's server."""
+    text = (REPO / "docs" / "editors.md").read_text(encoding="utf-8")
     start = text.index("Neovim 0.7 to 0.10")
     block = re.search(r"```lua\n(.*?)```", text[start:], re.S).group(1)
     command = '{ "mpslint", "server" }'
