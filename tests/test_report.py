@@ -399,3 +399,16 @@ def test_a_fix_that_reveals_findings_is_explained(repo):
     assert "The fix runs count" not in report("code", fmt="markdown")
     fake = SimpleNamespace(fix=SimpleNamespace(fixed=3, remaining=2), fix_unsafe=None, counts=SimpleNamespace(findings=4))
     assert recount_note(fake).startswith("The fix runs count 5 findings in all, not 4")
+
+
+def test_the_header_says_which_torch_fixes_and_checks_assume_as_check_does(tmp_path, monkeypatch):
+    """The fixes' and gates' floor (2.0 assumed without a declared one) and the op table's torch, each named."""
+    enter(tmp_path, monkeypatch)
+    (tmp_path / "a.py").write_text("import torch\nx = torch.zeros(1).cuda()\n", encoding="utf-8")
+    data = report(".")
+    assert data["fix_floors"] == ["2.0 (assumed: no floor declared)"]
+    markdown = run("report", ".").stdout
+    assert "fixes and version gates target torch 2.0 (assumed: no floor declared); op coverage checked against torch" in markdown
+    assert "Fixes target torch 2.0" in run("--fix", "--diff", "a.py").stderr
+    (tmp_path / "requirements.txt").write_text("torch>=2.4\n", encoding="utf-8")
+    assert report(".")["fix_floors"] == ["2.4"]

@@ -111,7 +111,8 @@ def render(report: Report) -> str:
         "<header><h1>MPS migration plan</h1>",
         f'<p class="meta">Checked <code>{e(" ".join(report.paths) or ".")}</code>: '
         f"{e(plural(report.files_checked, 'file'))}, {report.files_with_findings} with findings; "
-        f"torch floor {e(', '.join(report.floors) or '-')}; mpslint {e(__version__)}</p></header>",
+        f"fixes and version gates target torch {e(', '.join(report.fix_floors) or '-')}; op coverage checked against "
+        f"torch {e(', '.join(report.floors) or '-')}; mpslint {e(__version__)}</p></header>",
         _nav(report),
         "<main>",
         _verdict(report),

@@ -79,7 +79,8 @@ def render(report: Report) -> str:
         "",
         f"{plural(c.findings, 'finding')} in {report.files_with_findings} of "
         f"{plural(report.files_checked, 'file')} checked ({text(' '.join(report.paths) or '.')}), "
-        f"torch floor {text(', '.join(report.floors) or '-')}.",
+        f"fixes and version gates target torch {text(', '.join(report.fix_floors) or '-')}; "
+        f"op coverage checked against torch {text(', '.join(report.floors) or '-')}.",
         "",
     ]
     if recount_note(report):

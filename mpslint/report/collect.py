@@ -67,6 +67,7 @@ def collect(
     report = Report(paths=list(paths), files_checked=checked, errors=sorted(errors))
     report.max_findings_per_file = max_findings
     report.floors = _floors(files)
+    report.fix_floors = _fix_floors(files)
     report.fix = _outcome("mpslint --fix", diagnostics, safe)
     report.fix_unsafe = _outcome("mpslint --fix --unsafe-fixes", diagnostics, unsafe)
     settings_of = {display: settings for _, display, settings in files}
@@ -184,6 +185,18 @@ def _floors(files: Sequence[FileSpec]) -> List[str]:
             default = "%d.%d" % mps_kernels.version_tuple(table.version)
             floors.add(default)
     return sorted(floors, key=lambda v: tuple(int(p) for p in v.split(".")))
+
+
+def _fix_floors(files: Sequence[FileSpec]) -> List[str]:
+    """The torch the fixes and the version gates assume: the declared floors, else the assumed one (as `check` says)."""
+    from mpslint.knowledge.cuda_api import ASSUMED_FLOOR
+
+    floors = set()
+    for _, _, settings in files:
+        version = settings.torch_version[:2] if settings.torch_version is not None else None
+        floors.add(("%d.%d" % version, "") if version else ("%d.%d" % ASSUMED_FLOOR, " (assumed: no floor declared)"))
+    ordered = sorted(floors, key=lambda v: (tuple(int(p) for p in v[0].split(".")), v[1]))
+    return [version + note for version, note in ordered]
 
 
 def _fix_kind(d: Diagnostic) -> Optional[str]:

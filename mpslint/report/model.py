@@ -139,7 +139,9 @@ class Report:
     verdict_text: str = ""
     fix: Optional[FixOutcome] = None
     fix_unsafe: Optional[FixOutcome] = None
-    floors: List[str] = field(default_factory=list)  # torch floors the files were checked against
+    floors: List[str] = field(default_factory=list)  # torch the op rules (MPS501/MPS502) checked the files against
+    # torch the fixes and the version gates (MPS504, MPS112) assume: the declared floors, else "2.0 (assumed)"
+    fix_floors: List[str] = field(default_factory=list)
     directories: List[DirectoryRow] = field(default_factory=list)
     files: List[FileRow] = field(default_factory=list)
     rules: List[RuleRow] = field(default_factory=list)
