@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import textwrap
 
 import libcst as cst
@@ -242,9 +244,11 @@ def test_below_torch_1_12_the_helper_still_runs(floor):
     # torch < 1.12 has no torch.backends.mps: the helper must not raise there (issue 25)
     out = fixed("import torch\nx = torch.ones(1).cuda()\n", ["MPS101"], torch_version=floor)
     assert 'if hasattr(torch.backends, "mps") and torch.backends.mps.is_available():' in out
-    namespace = {}
-    exec(compile(out.replace("x = torch.ones(1).to(DEVICE)\n", ""), "fixed.py", "exec"), namespace)
-    assert namespace["DEVICE"].type in ("cuda", "mps", "cpu")
+    compile(out, "fixed.py", "exec")
+    if importlib.util.find_spec("torch") is not None:  # the Python 3.9 job runs without torch
+        namespace = {}
+        exec(compile(out.replace("x = torch.ones(1).to(DEVICE)\n", ""), "fixed.py", "exec"), namespace)
+        assert namespace["DEVICE"].type in ("cuda", "mps", "cpu")
     helper = d('''\
         import torch
 

@@ -50,7 +50,7 @@ def test_diff_says_what_fix_would_give(tmp_path, monkeypatch):
     enter(tmp_path, monkeypatch)
     (tmp_path / "train.py").write_text(TRAIN, encoding="utf-8")
     result = run("--diff", "--no-cache", "train.py")
-    assert "Entry points: 1 of 1 can reach MPS after --fix" in result.output
+    assert "Entry points: 1 of 1 can reach MPS after --fix" in result.stderr  # stdout holds the diff only
     assert (tmp_path / "train.py").read_text(encoding="utf-8") == TRAIN
 
 
