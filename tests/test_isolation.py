@@ -60,14 +60,12 @@ def _env() -> dict:
 
 @pytest.fixture(scope="module")
 def mpslint_command(tmp_path_factory):
-    """How a user starts mpslint: the `mpslint` command (a script outside the tree, as pip installs it).
+    """How a user starts mpslint: the `mpslint` command, a script outside the tree, as pip installs it.
 
-    `python -m mpslint` is the same from Python 3.11 on; before, Python itself imports runpy (and
-    importlib) from the working directory before any code of mpslint's runs, so there the documented
-    advice is the command.
+    Not `python -m mpslint`: there Python itself imports its `-m` machinery (runpy, importlib)
+    from the working directory before any code of mpslint's runs; the docs say so, and
+    `test_python_m_drops_the_working_directory` checks what mpslint does once it runs.
     """
-    if sys.version_info >= (3, 11):
-        return [sys.executable, "-m", "mpslint"]
     launcher = tmp_path_factory.mktemp("bin") / "mpslint"
     launcher.write_text("import sys\nfrom mpslint.cli import main\nsys.exit(main())\n", encoding="utf-8")
     return [sys.executable, str(launcher)]
@@ -146,3 +144,22 @@ async def test_language_server_workers_import_nothing_from_the_workspace(planted
         diagnostics = await session.diagnostics(uri)
         assert [d.code for d in diagnostics] == ["MPS101"]
     assert _ran(markers) == []
+
+
+def test_python_m_drops_the_working_directory(tmp_path):
+    """The issue's reproducer: `python -m mpslint` in a folder holding a `tomllib.py` (and a `click.py`)."""
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for name in ("tomllib", "tomli", "click", "libcst", "pathspec", "json"):
+        (tree / f"{name}.py").write_text(f"open({str(markers / name)!r}, 'w').close()\n", encoding="utf-8")
+    (tree / "train.py").write_text(CUDA, encoding="utf-8")
+    (tree / "pyproject.toml").write_text("[tool.mpslint]\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "mpslint", ".", "--no-cache"], cwd=tree, env=_env(), capture_output=True, text=True,
+        timeout=300,
+    )
+    assert _ran(markers) == []
+    assert "MPS101" in result.stdout, result.stderr
+
