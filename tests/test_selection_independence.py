@@ -45,7 +45,7 @@ def differences(data: bytes, display: str, settings: Settings):
 
 
 @pytest.mark.parametrize("settings", sorted(SETTINGS))
-@pytest.mark.parametrize("path", _files())
+@pytest.mark.parametrize("path", list(_files()))
 def test_select_one_code_gives_its_findings_of_the_default_run(path, settings):
     assert differences(path.read_bytes(), str(path), SETTINGS[settings]) == []
 
