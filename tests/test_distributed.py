@@ -66,6 +66,15 @@ def test_guards_that_are_not_launchers(trap):
     assert found("import torch\n\n\ndef run(args):\n" + body + "\n    return 1\n", ["MPS103"]) == []
 
 
+def test_a_method_that_raises_without_cuda_states_a_requirement():
+    """transformers' quantizers: a CUDA-only backend's validate_environment raises; no Mac run starts there."""
+    source = (
+        "import torch\n\n\nclass EetqQuantizer:\n    def validate_environment(self):\n"
+        "        if not torch.cuda.is_available():\n            raise RuntimeError('A GPU is needed')\n"
+    )
+    assert found(source, ["MPS103"]) == []
+
+
 def test_a_file_that_needs_cuda_anyway_is_not_a_launcher():
     source = """\
         import torch
