@@ -47,25 +47,8 @@ def floor_note(floors: Sequence[Tuple[Optional[Tuple[int, int]], str]], assumed:
     ``floors`` holds (floor, origin) for each file fixed or offered a fix; a
     file without a floor got fixes for ``assumed``.
     """
-    counts: Counter = Counter(floors)
-    if not counts:
-        return ""
-
-    def one(floor, origin) -> str:
-        if floor is None:
-            return f"torch {floor_text(assumed)} (no torch-version set and no torch requirement found)"
-        return f"torch {floor_text(floor)} ({origin})" if origin else f"torch {floor_text(floor)}"
-
-    if len(counts) == 1:
-        (floor, origin), = counts
-        text = f"Fixes target {one(floor, origin)}."
-    else:
-        parts = [f"{one(floor, origin)} for {plural(n, 'file')}" for (floor, origin), n in
-                 sorted(counts.items(), key=lambda item: (item[0][0] or (0, 0), item[0][1]))]
-        text = "Fixes target " + "; ".join(parts) + "."
-    if any(floor is None for floor, _ in counts):
-        text += " Set torch-version (or require torch>=X.Y) to allow rewrites for a newer torch."
-    return text
+    return _torch_note(floors, assumed, "Fixes target", "no torch-version set and no torch requirement found",
+                       "to allow rewrites for a newer torch")
 
 
 def gate_note(floors: Sequence[Tuple[Optional[Tuple[int, int]], str]], assumed: Tuple[int, int]) -> str:
@@ -74,24 +57,31 @@ def gate_note(floors: Sequence[Tuple[Optional[Tuple[int, int]], str]], assumed: 
     ``floors`` holds (floor, origin) for each file with a version-gated finding;
     a file without a floor was checked against ``assumed``.
     """
+    return _torch_note(floors, assumed, "Version gates (MPS504) checked against",
+                       "assumed: no torch-version set and no torch requirement found",
+                       "to check against the oldest torch you support")
+
+
+def _torch_note(floors, assumed: Tuple[int, int], lead: str, unset: str, why_set: str) -> str:
+    """``lead`` torch X.Y (origin)[; ... for N files]., with advice when a file had no floor."""
     counts: Counter = Counter(floors)
     if not counts:
         return ""
 
     def one(floor, origin) -> str:
         if floor is None:
-            return f"torch {floor_text(assumed)} (assumed: no torch-version set and no torch requirement found)"
+            return f"torch {floor_text(assumed)} ({unset})"
         return f"torch {floor_text(floor)} ({origin})" if origin else f"torch {floor_text(floor)}"
 
     if len(counts) == 1:
         (floor, origin), = counts
-        text = f"Version gates (MPS504) checked against {one(floor, origin)}."
+        text = f"{lead} {one(floor, origin)}."
     else:
         parts = [f"{one(floor, origin)} for {plural(n, 'file')}" for (floor, origin), n in
                  sorted(counts.items(), key=lambda item: (item[0][0] or (0, 0), item[0][1]))]
-        text = "Version gates (MPS504) checked against " + "; ".join(parts) + "."
+        text = f"{lead} " + "; ".join(parts) + "."
     if any(floor is None for floor, _ in counts):
-        text += " Set torch-version (or require torch>=X.Y) to check against the oldest torch you support."
+        text += f" Set torch-version (or require torch>=X.Y) {why_set}."
     return text
 
 
