@@ -715,8 +715,12 @@ def test_prefilter_never_changes_results(path):
     [
         # cache_utils.py: a quantizer's own `cuda` method, not Tensor.cuda
         ("import torch\nself.quantizer.cuda(qtensor, meta=meta, device=dev)\n", "MPS101"),
-        # runner_onnx.py / quantizer_nvfp4.py: one GPU per process, distributed CUDA code
-        ("import torch\ndef device(self):\n    return torch.device('cuda', int(options['device_id']))\n", "MPS102"),
+        # runner_onnx.py: the GPU of the CUDA execution provider the session already runs on (the test names CUDA)
+        ("import torch\ndef device(self):\n    if provider in ('CUDAExecutionProvider', 'TensorrtExecutionProvider'):\n"
+         "        return torch.device('cuda', int(options[provider]['device_id']))\n    return torch.device('cpu')\n",
+         "MPS102"),
+        # training_args.py: a process's GPU in a model-parallel launch
+        ("import torch\nif is_sagemaker_mp_enabled():\n    device = torch.device('cuda', smp.local_rank())\n", "MPS102"),
         # modeling_bark.py: CUDA only as the fallback when no accelerator was found
         ("import torch\nt = (get_current_accelerator() or torch.device('cuda')).type\n", "MPS102"),
         # trainer.py: DataParallel under `n_gpu > 1`

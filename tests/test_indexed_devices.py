@@ -102,3 +102,71 @@ def test_a_guard_choosing_a_particular_gpu_is_not_rewritten():
         ''')
     [diagnostic] = check(source, ["MPS103"])
     assert diagnostic.fix is None and diagnostic.message.endswith("not fixed: it names a particular GPU")
+
+
+# ------------------------------------------------ a particular GPU placing work outside any choice (MPS102)
+
+def _fixed102(source: str, **kw) -> str:
+    outcome = fix(source, ["MPS102"], **kw)
+    assert outcome.error is None
+    assert fix(outcome.text, ["MPS102"], **kw).text == outcome.text, "not idempotent"
+    assert [d.code for d in outcome.diagnostics] == []
+    return outcome.text
+
+
+@pytest.mark.parametrize("value,expected", [
+    ('torch.device("cuda", opts.gpu)',
+     'torch.device("cuda", opts.gpu) if torch.cuda.is_available() else pick_device()'),
+    ('torch.device("cuda", settings["GPU_INDEX"])',
+     'torch.device("cuda", settings["GPU_INDEX"]) if torch.cuda.is_available() else pick_device()'),
+    ("torch.device('cuda:%d' % which)", "torch.device('cuda:%d' % which) if torch.cuda.is_available() else pick_device()"),
+    ('f"cuda:{opts.gpu}"', 'f"cuda:{opts.gpu}" if torch.cuda.is_available() else pick_device().type'),
+    ('"cuda:{}".format(which)', '"cuda:{}".format(which) if torch.cuda.is_available() else pick_device().type'),
+])
+def test_a_device_variable_naming_one_gpu_keeps_it_where_cuda_is(value, expected):
+    source = f"import torch\n\n\ndef run(opts, settings, which):\n    device = {value}\n    return torch.ones(2).to(device)\n"
+    [finding] = check(source, ["MPS102"])
+    assert finding.location.row == 5 and finding.fix is not None
+    assert f"    device = {expected}\n" in _fixed102(source)
+
+
+def test_in_place_it_is_reported_without_a_fix():
+    source = 'import torch\n\n\ndef run(x, gpu):\n    return x.to(f"cuda:{gpu}")\n'
+    [finding] = check(source, ["MPS102"])
+    assert finding.fix is None and "not fixed" in finding.message
+
+
+@pytest.mark.parametrize("trap", [
+    # a process's GPU: distributed code by design
+    'device = torch.device("cuda", local_rank)',
+    'device = torch.device("cuda", args.rank % torch.cuda.device_count())',
+    # the branch of a test that already asked about CUDA
+    'if backend_name == "CUDAExecutionProvider":\n        device = torch.device("cuda", opts.device_id)',
+    # a comparison places nothing
+    'same = x.device == torch.device("cuda", opts.gpu)',
+    # already a choice with MPS
+    'device = torch.device("cuda", opts.gpu) if torch.cuda.is_available() else torch.device("mps")',
+    # a literal GPU number is the plain literal rule's business (reported there, not twice)
+])
+def test_indexed_traps(trap):
+    source = f"import torch\n\n\ndef run(x, opts, args, local_rank, backend_name):\n    {trap}\n"
+    assert check(source, ["MPS102"]) == []
+
+
+def test_a_helper_named_for_cuda_is_not_reported():
+    source = 'import torch\n\n\ndef as_cuda_device(i):\n    return torch.device("cuda", i)\n'
+    assert check(source, ["MPS102"]) == []
+
+
+def test_with_ddp_in_the_file_it_is_not_fixed():
+    source = textwrap.dedent('''\
+        import torch
+        from torch.nn.parallel import DistributedDataParallel
+
+
+        def run(model, opts):
+            device = torch.device("cuda", opts.gpu)
+            return DistributedDataParallel(model.to(device))
+        ''')
+    [finding] = check(source, ["MPS102"])
+    assert finding.fix is None and "DistributedDataParallel" in finding.message

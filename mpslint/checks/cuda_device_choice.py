@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Tuple
 
-from mpslint.analysis.availability import Availability
+from mpslint.analysis.availability import Availability, Source
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
 from mpslint.analysis.device_picker import NO_PICKER, mps_is_available
 from mpslint.analysis.launchers import CudaLaunchers
@@ -14,7 +14,8 @@ from mpslint.checks.base import FixSpec, Rule, insert_line_after, replace, short
 from mpslint.analysis.distributed_code import DISTRIBUTED_WORDS
 from mpslint.checks.cuda_device_literal import assigns_device, indexed_cuda
 from mpslint.analysis.distributed_code import DDP_BLOCKS, UnguardedDdp
-from mpslint.checks.guard_rewrite import guarded_outcome
+from mpslint.checks.guard_rewrite import guarded_outcome, source_rewrite
+from mpslint.checks.cuda_method import tensor_cuda_call
 from mpslint.checks.rewriting import (
     cuda,
     default_indent,
@@ -78,6 +79,65 @@ def _is_availability_call(ctx, test: ast.AST) -> bool:
 
 class CudaOnlyDeviceChoice(Rule):
     TRIGGERS = ("cuda",)
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._guards_reported: set = set()  # ids of the availability tests reported as guards
+
+    def visit_Call(self, node: ast.Call) -> None:
+        """Work placed on CUDA only under a CUDA availability guard: the guard is the device choice.
+
+        ``if torch.cuda.is_available(): model.cuda()`` and ``args.cuda = not args.no_cuda and
+        torch.cuda.is_available()`` / ``if args.cuda: x = x.cuda()`` choose between CUDA and the CPU as surely as
+        ``"cuda" if ... else "cpu"``: on a Mac the guard is False and everything stays on the CPU. Reported at the
+        availability test (in the flag's definition for a flag), once, with the guard's rewrite (MPS101's
+        findings under it carry the same edits).
+        """
+        if not _places_on_cuda(self.ctx, node):
+            return
+        context = cuda(self.ctx)
+        if DEVICE in context.guards(node) or context.in_mps_aware_choice(node, siblings=False) \
+                or context.in_cuda_method(node):
+            return
+        source = self.ctx.analysis(Availability).source_of(node)
+        if source is None:
+            return
+        for term in source.terms:
+            if id(term) in self._guards_reported or self._choice_reports(term):
+                continue
+            self._guards_reported.add(id(term))
+            if context.in_mps_aware_choice(term) or context.mentions_mps(self.ctx.tree.statement_of(term) or term):
+                continue
+            self._report_guard(term, source)
+
+    def _choice_reports(self, term: ast.AST) -> bool:
+        """``term`` is in the test of an ``if`` that visit_If reports as a device choice (it assigns a CUDA device)."""
+        child = term
+        for parent in self.ctx.ancestors(term):
+            if type(parent) is ast.If and child is parent.test:  # type: ignore[attr-defined]
+                context = cuda(self.ctx)
+                return not context.is_elif(parent) and context.test_kind(parent.test) == AVAILABILITY \
+                    and assigns_device(parent)  # type: ignore[arg-type]
+            if isinstance(parent, ast.stmt):
+                return False
+            child = parent
+        return False
+
+    def _report_guard(self, term: ast.AST, source: Source) -> None:
+        ctx = self.ctx
+        if source.flags:
+            flag = next((f for f in source.flags if term in f.terms), source.flags[0])
+            message = (f"`{flag.name}` is CUDA availability, False on a Mac, and it decides where work runs: "
+                       f"everything it places stays on the CPU, never MPS; let it mean an accelerator is available")
+        else:
+            message = ("this CUDA availability test decides where work runs: on a Mac it is False and the work stays "
+                       "on the CPU, never MPS; test for an accelerator instead")
+        if ctx.analysis(UnguardedDdp).found:
+            fix, reason = None, DDP_BLOCKS
+        else:
+            outcome = source_rewrite(ctx, source)
+            fix, reason = outcome.fix, outcome.reason
+        self.report(term, message + (f"; not fixed: {reason}" if fix is None and reason else ""), fix=fix)
 
     def visit_IfExp(self, node: ast.IfExp) -> None:
         ctx = self.ctx
@@ -345,6 +405,16 @@ class CudaOnlyDeviceChoice(Rule):
 
 HELPER_MESSAGE = ("this helper takes a device and returns CUDA or the CPU: asked for \"mps\", it returns the CPU; "
                   "let a requested MPS device through when `torch.backends.mps.is_available()`")
+
+
+def _places_on_cuda(ctx, node: ast.Call) -> bool:
+    """``x.cuda()`` (any GPU), ``x.to("cuda")``, ``device="cuda"``: this call puts something on CUDA."""
+    func = node.func
+    if type(func) is ast.Attribute and func.attr == "cuda":
+        return tensor_cuda_call(ctx, node)
+    if type(func) is ast.Attribute and func.attr == "to" and node.args and is_cuda_literal(node.args[0]):
+        return True
+    return any(k.arg == "device" and is_cuda_literal(k.value) for k in node.keywords)
 
 
 def _helper_returns(function) -> list:

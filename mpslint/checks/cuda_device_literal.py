@@ -6,11 +6,21 @@ import ast
 from typing import Callable, Optional, Tuple
 
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
-from mpslint.analysis.distributed_code import distributed_only
+from mpslint.analysis.device_picker import NO_PICKER
+from mpslint.analysis.distributed_code import DDP_BLOCKS, DISTRIBUTED_WORDS, UnguardedDdp, distributed_only
 from mpslint.analysis.syntax import dotted_name, string_value
-from mpslint.checks.base import FixSpec, Rule, insert_before, replace
+from mpslint.checks.base import FixSpec, Rule, insert_before, replace, short
 from mpslint.checks.guard_rewrite import guarded_outcome
-from mpslint.checks.rewriting import cuda, default_indent, first_statement, for_collective, indent_of, picker, starts_line
+from mpslint.checks.rewriting import (
+    cuda,
+    default_indent,
+    first_statement,
+    for_collective,
+    indent_of,
+    picker,
+    starts_line,
+    torch_name,
+)
 
 Found = Tuple[ast.AST, Callable[[], Optional[FixSpec]]]
 
@@ -79,8 +89,25 @@ def _argument_count(call: ast.Call) -> int:
     return len(call.args) + len(call.keywords)
 
 
+def _all_values(call: ast.Call) -> list:
+    return [*call.args, *(k.value for k in call.keywords)]
+
+
+def _under_cuda_test(ctx, node: ast.AST) -> bool:
+    """In the branch of a test that names CUDA (``if provider == "CUDAExecutionProvider":``): the code asked."""
+    child = node
+    for parent in ctx.ancestors(node):
+        cls = type(parent)
+        if cls in (ast.If, ast.IfExp) and child is not parent.test and "cuda" in ctx.text(parent.test).lower():  # type: ignore[attr-defined]
+            return not cuda(ctx).mentions_mps(parent.test)  # type: ignore[attr-defined]
+        if cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda):
+            return False
+        child = parent
+    return False
+
+
 def _rank_index(call: ast.Call) -> bool:
-    """``torch.device("cuda", local_rank)``: one GPU per process, distributed CUDA code."""
+    """``torch.device("cuda", rank)``, ``torch.device("cuda", args.gpu)``: a GPU chosen at run time."""
     if _argument_count(call) != 2:
         return False
     second = ([*call.args, *(k.value for k in call.keywords)])[1]
@@ -124,8 +151,7 @@ class CudaDeviceLiteral(Rule):
         self.report(reported, message, fix=found)
 
     def _formatted(self, node: ast.AST) -> None:
-        """``"cuda:{}".format(local_rank)``, ``f"cuda:{rank}"``, ``"cuda:%d" % rank`` placing something: one GPU
-        per process."""
+        """``"cuda:{}".format(i)``, ``f"cuda:{rank}"``, ``"cuda:%d" % i`` placing something or naming the device."""
         ctx = self.ctx
         value = node.value if type(node) is ast.Constant else None  # type: ignore[attr-defined]
         if not isinstance(value, str) or not value.startswith("cuda:"):
@@ -144,6 +170,11 @@ class CudaDeviceLiteral(Rule):
         else:
             return
         holder = ctx.parent(expr)
+        if type(holder) in (ast.Assign, ast.AnnAssign) and holder.value is expr:  # type: ignore[attr-defined]
+            targets = holder.targets if type(holder) is ast.Assign else [holder.target]  # type: ignore[attr-defined]
+            if any(_device_name(t) for t in targets):
+                self._indexed(expr, expr)  # device = f"cuda:{args.gpu}"
+            return
         call = ctx.parent(holder) if type(holder) is ast.keyword else holder
         if type(call) is not ast.Call:
             return
@@ -152,13 +183,50 @@ class CudaDeviceLiteral(Rule):
                   or keyword is None and call.args and call.args[0] is expr
                   and (ctx.qualify(call.func) == "torch.device"
                        or type(call.func) is ast.Attribute and call.func.attr == "to"))  # type: ignore[attr-defined]
-        if not places or distributed_only(ctx, call):
-            return
+        if places:
+            self._indexed(expr, call)
+
+    def _indexed(self, reported: ast.AST, call: ast.AST) -> None:
+        """A particular CUDA device (``torch.device("cuda", i)``, ``f"cuda:{i}"``) placing work.
+
+        Where it names the device a variable holds, it keeps that GPU wherever CUDA is and gets the device
+        picker elsewhere (where it failed before); in place (``.to(f"cuda:{i}")``) it is reported only.
+        """
+        ctx = self.ctx
+        if distributed_only(ctx, call):
+            return  # under `if args.distributed:`: one GPU per process, a run a Mac does not make
         context = cuda(ctx)
-        if not context.unguarded(call) or context.in_cuda_named_function(call):
+        if not context.unguarded(call) or context.in_cuda_named_function(call) or _under_cuda_test(ctx, call):
             return
-        self.report(expr, "a CUDA device per process (indexed by rank) places this on CUDA only, so it never runs on "
-                          "MPS; not fixed: it names a particular GPU (use the accelerator when not distributed)")
+        device = call if type(call) is ast.Call and ctx.qualify(call.func) == "torch.device" else reported  # type: ignore[attr-defined]
+        fix, reason = self._fix_indexed(device)
+        self.report(reported, f"`{short(ctx, reported)}` names a particular CUDA device, so this never runs on MPS; "
+                              "use it only where CUDA is available" + (f"; not fixed: {reason}" if fix is None else ""),
+                    fix=fix)
+
+    def _fix_indexed(self, value: ast.AST) -> Tuple[Optional[FixSpec], str]:
+        """``device = <that GPU>`` -> ``device = <that GPU> if torch.cuda.is_available() else pick_device()``.
+
+        Safe: where CUDA is available (wherever the original ran) the same GPU is chosen; elsewhere the original
+        failed at its first use.
+        """
+        ctx = self.ctx
+        holder = ctx.parent(value)
+        if type(holder) not in (ast.Assign, ast.AnnAssign) or holder.value is not value:  # type: ignore[attr-defined]
+            return None, "it names a particular GPU where it is used (give it a device variable)"
+        index = ctx.text(value).lower()
+        if any(word in index for word in DISTRIBUTED_WORDS):
+            return None, "it names a process's GPU (a distributed run, which a Mac does not make)"
+        if ctx.analysis(UnguardedDdp).found:
+            return None, DDP_BLOCKS
+        torch = torch_name(ctx)
+        call = picker(ctx).picker_call(value)
+        if torch is None or call is None:
+            return None, NO_PICKER
+        device_object = type(value) is ast.Call and ctx.qualify(value.func) == "torch.device"  # type: ignore[attr-defined]
+        other = call.text if device_object else f"{call.text}.type"
+        text = f"{ctx.text(value)} if {torch}.cuda.is_available() else {other}"
+        return FixSpec.safe(f"Use `{text}`", replace(value, text), *call.edits), ""
 
     def _placement(self, node: ast.Constant) -> Optional[Found]:
         """(node to report, fix factory) when the literal places something on a device."""
@@ -171,10 +239,15 @@ class CudaDeviceLiteral(Rule):
             keyword = parent.arg if type(parent) is ast.keyword else None  # type: ignore[attr-defined]
             first = _first_argument(call) is node
             if ctx.qualify(call.func) == "torch.device" and (keyword == "type" or (keyword is None and first)):
-                if device_choice_literal(self, call) or _rank_index(call) or self._fallback(call):
+                if device_choice_literal(self, call) or self._fallback(call):
                     return None
                 if type(ctx.parent(call)) is ast.Compare:
                     return None  # `x.device != torch.device("cuda")` asks where something is; it places nothing
+                if _rank_index(call):
+                    index = ctx.text(_all_values(call)[1]).lower()
+                    if not any(word in index for word in DISTRIBUTED_WORDS):
+                        self._indexed(call, call)  # torch.device("cuda", args.gpu): a particular GPU
+                    return None  # torch.device("cuda", local_rank): one GPU per process, distributed CUDA code
                 return call, lambda: self._fix_torch_device(call)
             if keyword in ("device", "map_location") or (
                 type(call.func) is ast.Attribute and call.func.attr == "to" and keyword is None and first

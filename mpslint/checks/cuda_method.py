@@ -22,10 +22,8 @@ class CudaMethod(Rule):
         func = node.func
         if type(func) is not ast.Attribute or func.attr != "cuda":
             return
-        if self.ctx.qualify(func) is not None:  # a module's `cuda` (numba.cuda, cupy.cuda), not a tensor's
+        if not tensor_cuda_call(self.ctx, node):
             return
-        if not _tensor_cuda_signature(node):
-            return  # `quantizer.cuda(tensor, meta=...)`: some other object's method
         context = cuda(self.ctx)
         follow = _follows_is_cuda(self.ctx, node)
         if follow is not None:
@@ -94,6 +92,12 @@ def _follows_is_cuda(ctx, node: ast.Call):
     if type(test) is not ast.Attribute or test.attr != "is_cuda" or not alone(ctx, guard) or "#" in ctx.text(guard):
         return None
     return statement, test.value
+
+
+def tensor_cuda_call(ctx, node: ast.Call) -> bool:
+    """``x.cuda(...)`` of a tensor or module: not a module's ``cuda`` (numba.cuda, cupy.cuda), and not some other
+    object's method (``quantizer.cuda(tensor, meta=...)``)."""
+    return ctx.qualify(node.func) is None and _tensor_cuda_signature(node)
 
 
 def _tensor_cuda_signature(node: ast.Call) -> bool:
