@@ -25,7 +25,10 @@ class CudaAmp(Rule):
 
     def visit_Call(self, node: ast.Call) -> None:
         name = self.ctx.qualify(node.func)
-        if name is None or not cuda(self.ctx).unguarded(node):
+        if name is None:
+            self._aliased_autocast(node)
+            return
+        if not cuda(self.ctx).unguarded(node):
             return
         if (name in _AUTOCAST_CUDA or name in _AUTOCAST and self._device_arg_is_cuda(node, "device_type")) \
                 and self._decorates(node):
@@ -42,6 +45,33 @@ class CudaAmp(Rule):
         elif name in _SCALER and (self._device_arg_is_cuda(node, "device") or self._no_device(node)):
             self.report(node, 'GradScaler for "cuda" disables itself on MPS; use `torch.amp.GradScaler(device.type)`',
                         fix=self._fix_scaler(node, skip=1 if not self._no_device(node) else 0))
+
+    def _aliased_autocast(self, node: ast.Call) -> None:
+        """``precision_scope = autocast if opt.precision == "autocast" else nullcontext`` (in the function or the
+        module), then ``with precision_scope("cuda"):``: autocast for CUDA only, through a local name.
+
+        Not fixed: the name may be another context manager (``nullcontext``) that takes the argument as is.
+        """
+        func = node.func
+        if type(func) is not ast.Name or not self._device_arg_is_cuda(node, "device_type"):
+            return
+        if not cuda(self.ctx).unguarded(node):
+            return
+        scope = self.ctx.tree.scope_of(node)
+        value = self._binding(scope, func.id)
+        if value is None and scope is not self.ctx.tree.module:
+            value = self._binding(self.ctx.tree.module, func.id)
+        sides = [value.body, value.orelse] if type(value) is ast.IfExp else [value]  # type: ignore[attr-defined]
+        if value is not None and any(self.ctx.qualify(side) in _AUTOCAST for side in sides):
+            self.report(node, f'`{func.id}` is autocast here, and device_type "cuda" does nothing on MPS; use '
+                              "`device_type=device.type`; not fixed: it is reached through a name")
+
+    def _binding(self, scope: ast.AST, name: str) -> Optional[ast.AST]:
+        cache = self.__dict__.setdefault("_bindings", {})
+        key = (id(scope), name)
+        if key not in cache:
+            cache[key] = _single_binding(scope, name)
+        return cache[key]
 
     def _decorates(self, node: ast.Call) -> bool:
         parent = self.ctx.parent(node)
@@ -167,3 +197,26 @@ class CudaAmp(Rule):
         parts.append("enabled=" + (cond if enabled is None else combined(enabled, text_of(enabled), cond)))
         text = f"{torch}.amp.GradScaler({', '.join(parts)})"
         return FixSpec.safe(f"Use `{text}`", replace(node, text), *ref.edits)
+
+
+def _single_binding(scope: ast.AST, name: str) -> Optional[ast.AST]:
+    """The value of the only binding of ``name`` directly in ``scope`` (not in functions or classes inside it),
+    when that binding is a plain ``name = value``."""
+    stores = 0
+    value: Optional[ast.AST] = None
+    stack = list(getattr(scope, "body", []))
+    while stack:
+        node = stack.pop()
+        cls = type(node)
+        if cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda):
+            stores += node.name == name if cls is not ast.Lambda else 0  # type: ignore[attr-defined]
+            continue
+        if cls is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) is ast.Name \
+                and node.targets[0].id == name:  # type: ignore[attr-defined]
+            value = node.value  # type: ignore[attr-defined]
+        elif cls is ast.Name and node.id == name and type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+            stores += 1
+        elif cls in (ast.Import, ast.ImportFrom):
+            stores += any((a.asname or a.name).split(".")[0] == name for a in node.names)  # type: ignore[attr-defined]
+        stack.extend(ast.iter_child_nodes(node))
+    return value if stores == 1 else None
