@@ -126,3 +126,86 @@ def test_one_flag_guarding_many_placements_is_one_finding():
             return net
         ''')
     assert _rows(source) == [3]
+
+
+# ------------------------------------------------------------ a flag defined in another module (issue 24 item 3)
+
+@pytest.fixture()
+def project(tmp_path):
+    from mpslint.analysis.project import layout, model
+
+    model.use_cache_dir(None)
+    layout.clear()
+    yield tmp_path
+    model.use_cache_dir(None)
+    layout.clear()
+
+
+def _write(root, files):
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def _check_file(path, select=("MPS103",)):
+    from mpslint.engine import check_text
+    from helpers import settings
+
+    return check_text(path.read_text(encoding="utf-8"), str(path), settings(list(select)))
+
+
+SETTINGS_MODULE = '''\
+    import os
+
+    import torch
+
+    FORCE_CPU = bool(os.environ.get("FORCE_CPU"))
+    ON_GPU = not FORCE_CPU and torch.cuda.is_available()
+    NOT_ON_GPU = not torch.cuda.is_available()
+    '''
+
+
+def test_a_flag_imported_from_another_module_is_reported_at_the_guard(project):
+    _write(project, {"app/__init__.py": "", "app/settings.py": SETTINGS_MODULE, "app/run.py": '''\
+        import torch
+
+        from app import settings
+        from app.settings import ON_GPU
+
+        net = torch.nn.Linear(3, 1)
+        batch = torch.ones(2, 3)
+        if ON_GPU:
+            net = net.cuda()
+        if settings.ON_GPU and batch.numel():
+            batch = batch.cuda()
+        print(net(batch))
+        '''})
+    result = _check_file(project / "app/run.py")
+    assert [(d.location.row, d.location.column) for d in result.diagnostics] == [(8, 4), (10, 4)]
+    assert all(d.fix is None and "not fixed" in d.message for d in result.diagnostics)
+    assert result.depends[str(project / "app/settings.py")] != "absent"
+
+
+@pytest.mark.parametrize("guard", [
+    "if NOT_ON_GPU:",  # negated where it is defined
+    "if FORCE_CPU:",  # not availability
+])
+def test_imported_traps(project, guard):
+    _write(project, {"app/__init__.py": "", "app/settings.py": SETTINGS_MODULE, "app/run.py":
+                     f"import torch\nfrom app.settings import NOT_ON_GPU, FORCE_CPU, ON_GPU\n"
+                     f"net = torch.nn.Linear(3, 1)\n{guard}\n    net = net.cuda()\n"})
+    assert _check_file(project / "app/run.py").diagnostics == []
+
+
+def test_a_name_this_file_binds_is_not_the_imported_flag(project):
+    _write(project, {"app/__init__.py": "", "app/settings.py": SETTINGS_MODULE, "app/run.py": '''\
+        import torch
+        from app.settings import ON_GPU
+
+        ON_GPU = len(torch.ones(1)) > 0
+        net = torch.nn.Linear(3, 1)
+        if ON_GPU:
+            net = net.cuda()
+        '''})
+    assert _check_file(project / "app/run.py").diagnostics == []

@@ -54,6 +54,8 @@ def test_values_of_top_level_names():
         else:
             device = "cpu"
         HAS_GPU = torch.cuda.is_available()
+        WANT_GPU = not NO_GPU and torch.cuda.is_available()
+        NO_CUDA = not torch.cuda.is_available()
         RANK_DEVICE = f"cuda:{3}"
         host = torch.device("cpu")
         noise = np.random.randn(3)
@@ -67,6 +69,7 @@ def test_values_of_top_level_names():
     assert summary.values == {
         "device": facts.DEVICE,
         "HAS_GPU": facts.CUDA_FLAG,
+        "WANT_GPU": facts.CUDA_FLAG,  # true only where CUDA is; NO_CUDA (negated) is no flag
         "RANK_DEVICE": facts.DEVICE,
         "host": facts.CPU,
         "noise": facts.FLOAT64,

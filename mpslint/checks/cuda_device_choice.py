@@ -6,6 +6,7 @@ import ast
 from typing import Optional, Tuple
 
 from mpslint.analysis.availability import Availability, Source
+from mpslint.analysis.project import facts
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
 from mpslint.analysis.device_picker import NO_PICKER, mps_is_available
 from mpslint.analysis.launchers import CudaLaunchers
@@ -101,6 +102,7 @@ class CudaOnlyDeviceChoice(Rule):
             return
         source = self.ctx.analysis(Availability).source_of(node)
         if source is None:
+            self._imported_flag_guard(node)
             return
         for term in source.terms:
             if id(term) in self._guards_reported or self._choice_reports(term):
@@ -109,6 +111,46 @@ class CudaOnlyDeviceChoice(Rule):
             if context.in_mps_aware_choice(term) or context.mentions_mps(self.ctx.tree.statement_of(term) or term):
                 continue
             self._report_guard(term, source)
+
+    def _imported_flag_guard(self, node: ast.AST) -> None:
+        """``from config import USE_CUDA`` (``USE_CUDA = torch.cuda.is_available()`` there), ``if USE_CUDA:
+        model.cuda()``: the availability flag comes from another module, which is where it can be changed."""
+        child = node
+        for parent in self.ctx.ancestors(node):
+            cls = type(parent)
+            if cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef):
+                return
+            if cls in (ast.If, ast.IfExp, ast.While) and child is not parent.test:  # type: ignore[attr-defined]
+                owner = self.ctx.tree.block_owner(child) if cls is not ast.IfExp else (parent, "body" if child is parent.body else "orelse")  # type: ignore[attr-defined]
+                if owner is not None and owner[0] is parent and owner[1] == "body":
+                    for part in _and_parts(parent.test):  # type: ignore[attr-defined]
+                        where = self._imported_flag(part)
+                        if where is not None:
+                            if id(part) not in self._guards_reported:
+                                self._guards_reported.add(id(part))
+                                self.report(part, f"`{self.ctx.text(part)}` is CUDA availability ({where}), False on a "
+                                                  "Mac, and it decides where work runs: everything it places stays on "
+                                                  "the CPU, never MPS; not fixed: let it mean an accelerator is "
+                                                  "available where it is defined")
+                            return
+            child = parent
+
+    def _imported_flag(self, node: ast.AST) -> Optional[str]:
+        """Where an imported name (``USE_CUDA``, ``config.USE_CUDA``) is defined as CUDA availability, else None."""
+        project = self.ctx.project
+        if project is None:
+            return None
+        if type(node) is ast.Name:
+            if node.id in self.ctx.analysis(_LocalNames).bound:
+                return None  # a module-level name of this file: the file's own flags are Availability's
+            resolved = project.imported(node.id)
+            where = "imported"
+        elif type(node) is ast.Attribute and type(node.value) is ast.Name:
+            resolved = project.module_value(node.value.id, node.attr)
+            where = f"set in `{node.value.id}`"
+        else:
+            return None
+        return where if resolved is not None and resolved[0] == "value" and resolved[1] == facts.CUDA_FLAG else None
 
     def _choice_reports(self, term: ast.AST) -> bool:
         """``term`` is in the test of an ``if`` that visit_If reports as a device choice (it assigns a CUDA device)."""
@@ -405,6 +447,19 @@ class CudaOnlyDeviceChoice(Rule):
 
 HELPER_MESSAGE = ("this helper takes a device and returns CUDA or the CPU: asked for \"mps\", it returns the CPU; "
                   "let a requested MPS device through when `torch.backends.mps.is_available()`")
+
+
+class _LocalNames:
+    """Per file: the names some statement of this file binds (an imported flag is one that none does)."""
+
+    def __init__(self, ctx) -> None:
+        self.bound = {n.id for n in ctx.tree.of_type(ast.Name) if type(n.ctx) is not ast.Load}  # type: ignore[attr-defined]
+
+
+def _and_parts(test: ast.AST) -> list:
+    if type(test) is ast.BoolOp and type(test.op) is ast.And:  # type: ignore[attr-defined]
+        return [p for v in test.values for p in _and_parts(v)]  # type: ignore[attr-defined]
+    return [test]
 
 
 def _places_on_cuda(ctx, node: ast.Call) -> bool:

@@ -84,7 +84,12 @@ class Evaluator:
                 result = facts.combined(result, self.fact(comparator, depth + 1))
             return result
         if cls is ast.UnaryOp:
-            return self.fact(expr.operand, depth + 1)  # type: ignore[attr-defined]
+            operand = self.fact(expr.operand, depth + 1)  # type: ignore[attr-defined]
+            return None if operand == facts.CUDA_FLAG and type(expr.op) is ast.Not else operand  # type: ignore[attr-defined]
+        if cls is ast.BoolOp and type(expr.op) is ast.And:  # type: ignore[attr-defined]
+            # `not args.no_cuda and torch.cuda.is_available()`: true only where CUDA is
+            found = [self.fact(v, depth + 1) for v in expr.values]  # type: ignore[attr-defined]
+            return facts.CUDA_FLAG if facts.CUDA_FLAG in found else None
         if cls is ast.Call:
             return self._call(expr, depth)  # type: ignore[arg-type]
         return None

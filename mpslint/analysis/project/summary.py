@@ -32,7 +32,7 @@ from mpslint.analysis.project import facts
 from mpslint.analysis.project.evaluate import Evaluator
 from mpslint.analysis.syntax import dotted_name
 
-FORMAT = 1  # bump when what a summary holds changes: cached summaries of another format are not read
+FORMAT = 2  # bump when what a summary holds changes: cached summaries of another format are not read
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
