@@ -170,3 +170,33 @@ def test_with_ddp_in_the_file_it_is_not_fixed():
         ''')
     [finding] = check(source, ["MPS102"])
     assert finding.fix is None and "DistributedDataParallel" in finding.message
+
+
+def test_to_an_index_from_a_gpu_list_is_reported_without_a_fix():
+    source = textwrap.dedent('''\
+        import torch
+
+
+        def place(net, gpu_ids, opt):
+            net.to(gpu_ids[0])
+            buffer = torch.zeros(3).to(opt.gpu_ids[-1])
+            return net, buffer
+        ''')
+    found = check(source, ["MPS102"])
+    assert [(d.location.row, d.fix) for d in found] == [(5, None), (6, None)]
+
+
+@pytest.mark.parametrize("trap", [
+    "x.to(devices[0])",  # a list of devices of any kind
+    "x.to(dtypes[0])",
+    "x.to(gpu_ids[0], non_blocking=True) if x.device.type == 'cuda' else x",  # a device test guards it
+    "x.to(f(gpu_ids))",
+])
+def test_gpu_list_traps(trap):
+    source = f"import torch\n\n\ndef place(x, devices, dtypes, gpu_ids, f):\n    return {trap}\n"
+    assert check(source, ["MPS102"]) == []
+
+
+def test_a_distributed_function_keeps_its_gpu_list():
+    source = "import torch\n\n\ndef setup_ddp(net, gpu_ids):\n    return net.to(gpu_ids[0])\n"
+    assert check(source, ["MPS102"]) == []

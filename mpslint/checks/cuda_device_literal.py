@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Callable, Optional, Tuple
 
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
@@ -89,6 +90,15 @@ def _argument_count(call: ast.Call) -> int:
     return len(call.args) + len(call.keywords)
 
 
+_GPU_IDS = re.compile(r"^(gpu_ids|gpus|gpu_list|device_ids|gpu_devices|cuda_devices)$")
+
+
+def _names_gpu_ids(node: ast.AST) -> bool:
+    """``gpu_ids``, ``opt.gpu_ids``, ``self.gpus``: a list of CUDA device numbers."""
+    name = node.id if type(node) is ast.Name else node.attr if type(node) is ast.Attribute else ""  # type: ignore[attr-defined]
+    return bool(_GPU_IDS.match(name))
+
+
 def _all_values(call: ast.Call) -> list:
     return [*call.args, *(k.value for k in call.keywords)]
 
@@ -121,7 +131,7 @@ def _device_name(target: ast.AST) -> bool:
 
 
 class CudaDeviceLiteral(Rule):
-    TRIGGERS = ("cuda",)
+    TRIGGERS = ("cuda", "gpu", "device_ids")  # `.to(gpu_ids[0])` needs no "cuda" in the file
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if not is_cuda_literal(node):
@@ -149,6 +159,21 @@ class CudaDeviceLiteral(Rule):
             if value != "cuda":
                 message += "; not fixed: it names a particular GPU"
         self.report(reported, message, fix=found)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        """``net.to(gpu_ids[0])``: an integer from a list of GPU ids places on that CUDA device."""
+        func = node.func
+        if type(func) is not ast.Attribute or func.attr != "to" or len(node.args) != 1 or node.keywords:
+            return
+        index = node.args[0]
+        if type(index) is not ast.Subscript or not _names_gpu_ids(index.value):  # type: ignore[attr-defined]
+            return
+        ctx = self.ctx
+        context = cuda(ctx)
+        if distributed_only(ctx, node) or not context.unguarded(node) or context.in_cuda_named_function(node):
+            return
+        self.report(index, f"`{short(ctx, index)}` is a CUDA device index: `.to()` of an integer places on that GPU, so "
+                           "this never runs on MPS; use a device chosen at run time; not fixed: it names a particular GPU")
 
     def _formatted(self, node: ast.AST) -> None:
         """``"cuda:{}".format(i)``, ``f"cuda:{rank}"``, ``"cuda:%d" % i`` placing something or naming the device."""
