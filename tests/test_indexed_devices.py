@@ -200,3 +200,9 @@ def test_gpu_list_traps(trap):
 def test_a_distributed_function_keeps_its_gpu_list():
     source = "import torch\n\n\ndef setup_ddp(net, gpu_ids):\n    return net.to(gpu_ids[0])\n"
     assert check(source, ["MPS102"]) == []
+
+
+def test_a_configuration_fallback_becomes_the_picked_type():
+    source = 'import torch\n\n\ndef place(model, args):\n    return model.to(getattr(args, "device", "cuda"))\n'
+    out = _fixed102(source)
+    assert 'return model.to(getattr(args, "device", pick_device().type))' in out

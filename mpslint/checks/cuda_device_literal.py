@@ -283,7 +283,9 @@ class CudaDeviceLiteral(Rule):
                 return node, lambda: self._fix_default(node, call)
             if name == "getattr" and len(call.args) == 3 and call.args[2] is node \
                     and "device" in (string_value(call.args[1]) or "").lower():
-                return node, lambda: None  # getattr(args, "device", "cuda"): CUDA unless the config says else
+                # getattr(args, "device", "cuda"): CUDA unless the config says else; the fallback becomes the
+                # picked device's type, "cuda" wherever CUDA is (and the config's own device is kept)
+                return node, lambda: self._fix_by_picker(node, ".type")
             return None
         if type(parent) in (ast.Assign, ast.AnnAssign) and parent.value is node:  # type: ignore[attr-defined]
             targets = parent.targets if type(parent) is ast.Assign else [parent.target]  # type: ignore[attr-defined]
