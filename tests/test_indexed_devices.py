@@ -86,9 +86,10 @@ def test_a_distributed_flag_is_reported_not_rewritten():
     assert diagnostic.fix is None and "not fixed" in diagnostic.message
 
 
-def test_a_guard_choosing_a_particular_gpu_is_not_rewritten():
+def test_a_guard_choosing_a_particular_gpu_gets_an_mps_branch_not_a_new_guard():
     # `if torch.cuda.is_available() and use_gpu: device = torch.device("cuda:" + str(gpu_id))`: rewriting the guard
-    # alone would send a Mac to that CUDA device (found reading the Berkeley deep RL course's pytorch_util.py)
+    # would send a Mac to that CUDA device (found reading the Berkeley deep RL course's pytorch_util.py); an `elif`
+    # for MPS keeps the GPU where CUDA is and the user's switch on a Mac
     source = textwrap.dedent('''\
         import torch
 
@@ -97,11 +98,37 @@ def test_a_guard_choosing_a_particular_gpu_is_not_rewritten():
             global device
             if torch.cuda.is_available() and use_gpu:
                 device = torch.device("cuda:" + str(gpu_id))
+                print("GPU", gpu_id)
             else:
                 device = torch.device("cpu")
         ''')
     [diagnostic] = check(source, ["MPS103"])
-    assert diagnostic.fix is None and diagnostic.message.endswith("not fixed: it names a particular GPU")
+    assert diagnostic.fix is not None
+    assert _fixed(source) == source.replace(
+        "    else:\n",
+        "    elif torch.backends.mps.is_available() and use_gpu:\n        device = torch.device(\"mps\")\n    else:\n")
+
+
+@pytest.mark.parametrize("test", [
+    "torch.cuda.is_available() and use_cuda",  # use_cuda is availability too: False on a Mac
+    "torch.cuda.is_available() and args.distributed",
+])
+def test_an_indexed_guard_is_not_rewritten_when_more_than_the_user_decides(test):
+    source = textwrap.dedent(f'''\
+        import torch
+
+        use_cuda = torch.cuda.is_available()
+
+
+        def init(args, gpu):
+            if {test}:
+                device = torch.device("cuda", gpu)
+            else:
+                device = torch.device("cpu")
+            return device
+        ''')
+    found = [d for d in check(source, ["MPS103"]) if d.location.row == 7]
+    assert found and all(d.fix is None for d in found)
 
 
 # ------------------------------------------------ a particular GPU placing work outside any choice (MPS102)

@@ -379,6 +379,7 @@ class CudaOnlyDeviceChoice(Rule):
         fix = None if ddp else self._fix_returns(node) or self._fix_statement(node)
         reason = DDP_BLOCKS if ddp else ""
         if fix is None and not ddp and _indexed_branch(node):
+            fix = self._fix_indexed_statement(node)
             reason = "it names a particular GPU"  # the guard's rewrite would send a Mac to that CUDA device
         elif fix is None and not ddp:
             guarded = guarded_outcome(self.ctx, node.body[0])
@@ -424,6 +425,43 @@ class CudaOnlyDeviceChoice(Rule):
                                 insert_line_after(node.body[-1], text))
         text = f"{indent}if {available}:\n{indent}{step}return {mps}\n"
         return FixSpec.safe("Return MPS when CUDA is not available but MPS is", insert_line_after(node, text))
+
+    def _fix_indexed_statement(self, node: ast.If) -> Optional[FixSpec]:
+        """``if torch.cuda.is_available() and use_gpu: d = <cuda:N>`` / ``else: d = <cpu>`` gets
+        ``elif torch.backends.mps.is_available() and use_gpu: d = <mps>`` before the ``else``.
+
+        Safe: the GPU is kept where CUDA is, and MPS is never available where the CPU was chosen before (off a
+        Mac); on a Mac the user's other conditions still decide.
+        """
+        ctx = self.ctx
+        if not node.orelse or cuda(ctx).is_elif(node.orelse[0]) or not starts_line(ctx, node):  # type: ignore[arg-type]
+            return None
+        # the body may also log (`print("Using GPU", gpu_id)`): only the assignment has an MPS counterpart
+        assigns = [stmt for stmt in node.body if type(stmt) is not ast.Expr]
+        first = _single_assignment(ctx, assigns) if all(starts_line(ctx, st) for st in node.body) else None
+        second = _single_assignment(ctx, node.orelse)
+        if first is None or second is None or ctx.text(first.targets[0]) != ctx.text(second.targets[0]):
+            return None
+        side, cpu = _cuda_side(first.value), _cpu_side(second.value)
+        if side is None or side[0] == "cuda" or cpu is None:
+            return None
+        if any(word in ctx.text(n).lower() for word in DISTRIBUTED_WORDS for n in (first.value, node.test)):
+            return None  # a process's GPU, `if args.distributed`: a distributed run, which a Mac does not make
+        parts = node.test.values if type(node.test) is ast.BoolOp and type(node.test.op) is ast.And else [node.test]
+        terms = [p for p in parts if _is_availability_call(ctx, p)]
+        torch = torch_name(ctx)
+        availability = ctx.analysis(Availability)
+        if len(terms) != 1 or torch is None or any(
+                cuda(ctx).test_kind(p) == DEVICE or availability.flag_of(p) is not None or availability.is_term(p)
+                for p in parts if p is not terms[0]):
+            return None  # another test of CUDA itself (`use_cuda = torch.cuda.is_available()`) says no on a Mac
+        available = mps_is_available(torch, picker(ctx).floor)
+        test = " and ".join(available if p is terms[0] else ctx.text(p) for p in parts)
+        quote = "'" if "'" in ctx.text(second.value) else '"'
+        mps = f"{torch}.device({quote}mps{quote})" if side[1] or cpu else f"{quote}mps{quote}"
+        indent = indent_of(ctx, node)
+        text = f"{indent}elif {test}:\n{indent}{default_indent(ctx)}{ctx.text(first.targets[0])} = {mps}\n"
+        return FixSpec.safe(f"Choose MPS before the CPU: `elif {test}:`", insert_line_after(node.body[-1], text))
 
     def _fix_statement(self, node: ast.If) -> Optional[FixSpec]:
         """``if torch.cuda.is_available(): d = <cuda> / else: d = <cpu>`` -> ``d = pick_device()``."""
