@@ -207,10 +207,11 @@ def test_to_an_index_from_a_gpu_list_is_reported_without_a_fix():
         def place(net, gpu_ids, opt):
             net.to(gpu_ids[0])
             buffer = torch.zeros(3).to(opt.gpu_ids[-1])
-            return net, buffer
+            mask = torch.ones(3, device=opt.gpus[0])
+            return net, buffer, mask
         ''')
     found = check(source, ["MPS102"])
-    assert [(d.location.row, d.fix) for d in found] == [(5, None), (6, None)]
+    assert [(d.location.row, d.fix) for d in found] == [(5, None), (6, None), (7, None)]
 
 
 @pytest.mark.parametrize("trap", [

@@ -161,18 +161,20 @@ class CudaDeviceLiteral(Rule):
         self.report(reported, message, fix=found)
 
     def visit_Call(self, node: ast.Call) -> None:
-        """``net.to(gpu_ids[0])``: an integer from a list of GPU ids places on that CUDA device."""
+        """``net.to(gpu_ids[0])``, ``device=gpu_ids[0]``: an integer from a list of GPU ids places on that CUDA
+        device."""
         func = node.func
-        if type(func) is not ast.Attribute or func.attr != "to" or len(node.args) != 1 or node.keywords:
-            return
-        index = node.args[0]
+        if type(func) is ast.Attribute and func.attr == "to" and len(node.args) == 1 and not node.keywords:
+            index = node.args[0]
+        else:
+            index = next((k.value for k in node.keywords if k.arg == "device"), None)  # torch.zeros(3, device=gpus[0])
         if type(index) is not ast.Subscript or not _names_gpu_ids(index.value):  # type: ignore[attr-defined]
             return
         ctx = self.ctx
         context = cuda(ctx)
         if distributed_only(ctx, node) or not context.unguarded(node) or context.in_cuda_named_function(node):
             return
-        self.report(index, f"`{short(ctx, index)}` is a CUDA device index: `.to()` of an integer places on that GPU, so "
+        self.report(index, f"`{short(ctx, index)}` is a CUDA device index: an integer device places on that GPU, so "
                            "this never runs on MPS; use a device chosen at run time; not fixed: it names a particular GPU")
 
     def _formatted(self, node: ast.AST) -> None:
