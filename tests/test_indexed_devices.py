@@ -234,3 +234,45 @@ def test_a_configuration_fallback_becomes_the_picked_type():
     source = 'import torch\n\n\ndef place(model, args):\n    return model.to(getattr(args, "device", "cuda"))\n'
     out = _fixed102(source)
     assert 'return model.to(getattr(args, "device", pick_device().type))' in out
+
+
+def test_the_users_gpu_number_gets_mps_where_cuda_is_missing():
+    source = textwrap.dedent('''\
+        import torch
+
+
+        class Settings:
+            DEVICE = None
+
+
+        def select_device(gpu_id):
+            if gpu_id >= 0:
+                Settings.DEVICE = torch.device('cuda:%d' % gpu_id)
+            else:
+                Settings.DEVICE = torch.device('cpu')
+        ''')
+    assert _fixed(source) == source.replace(
+        "Settings.DEVICE = torch.device('cuda:%d' % gpu_id)\n",
+        "Settings.DEVICE = torch.device('cuda:%d' % gpu_id) if torch.cuda.is_available() else torch.device('mps')\n")
+
+
+@pytest.mark.parametrize("test", [
+    "n_gpu > 0",  # n_gpu = torch.cuda.device_count() > 0: availability, not the user's number
+    "torch.cuda.device_count() > 1",
+    "args.local_rank >= 0",  # a process's GPU
+])
+def test_an_index_test_that_is_not_the_users_number_is_not_rewritten(test):
+    source = textwrap.dedent(f'''\
+        import torch
+
+        n_gpu = torch.cuda.device_count() > 0
+
+
+        def select_device(args, gpu_id):
+            if {test}:
+                device = torch.device("cuda:%d" % gpu_id)
+            else:
+                device = torch.device("cpu")
+            return device
+        ''')
+    assert all(d.fix is None for d in check(source, ["MPS103"]))

@@ -450,6 +450,13 @@ class CudaOnlyDeviceChoice(Rule):
         parts = node.test.values if type(node.test) is ast.BoolOp and type(node.test.op) is ast.And else [node.test]
         terms = [p for p in parts if _is_availability_call(ctx, p)]
         torch = torch_name(ctx)
+        if not terms and torch is not None and _user_index_test(node.test) \
+                and ctx.analysis(Availability).flag_of(_tested_name(node.test)) is None:
+            # `if gpu_id >= 0:` (the user's index): where CUDA is missing the GPU side failed; MPS takes its place
+            quote = "'" if "'" in ctx.text(first.value) else '"'
+            mps = f"{torch}.device({quote}mps{quote})" if side[1] or cpu else f"{quote}mps{quote}"
+            text = f"{ctx.text(first.value)} if {torch}.cuda.is_available() else {mps}"
+            return FixSpec.safe(f"Use MPS for the GPU where CUDA is missing: `{text}`", replace(first.value, text))
         availability = ctx.analysis(Availability)
         if len(terms) != 1 or torch is None or any(
                 cuda(ctx).test_kind(p) == DEVICE or availability.flag_of(p) is not None or availability.is_term(p)
@@ -537,6 +544,19 @@ def _indexed_branch(node: ast.If) -> bool:
         if side is not None and side[0] != "cuda":
             return True
     return False
+
+
+def _user_index_test(test: ast.AST) -> bool:
+    """``gpu_id >= 0``, ``args.gpu is not None``: the user's GPU number compared with a constant."""
+    if type(test) is not ast.Compare or len(test.ops) != 1:  # type: ignore[attr-defined]
+        return False
+    left, right = test.left, test.comparators[0]  # type: ignore[attr-defined]
+    return type(left) in (ast.Name, ast.Attribute) and _user_flag(left) and "torch" not in (dotted_name(left) or "") \
+        and type(right) is ast.Constant and (right.value is None or type(right.value) is int)  # type: ignore[attr-defined]
+
+
+def _tested_name(test: ast.AST) -> ast.AST:
+    return test.left if type(test) is ast.Compare else test  # type: ignore[attr-defined]
 
 
 def _user_flag(test: ast.AST) -> bool:
