@@ -186,6 +186,8 @@ def main(argv: List[str]) -> int:
             result["compile_calls"] = [list(w) for w in recorder.compile_calls]
             result["env_writes"] = env_writes(watch, recorder.is_user_file)
             result["unimplemented"] = recorder.raised_json()
+            if recorder.memory is not None:
+                result["memory"] = recorder.memory.as_json()
             if state["oracle"] is not None:
                 oracle = state["oracle"]
                 explicit = oracle.table.explicit_cpu_fallbacks
@@ -289,6 +291,12 @@ def _set_up(script: str, options: Dict[str, Any], result: Dict[str, Any], state:
         initial, at_import, options.get("fallback_source", "environment"),
         envwatch.innermost(decisive.frames, recorder.is_user_file) if decisive is not None else None)
     state["recorder"] = recorder
+    from mpslint.verify import memory
+
+    if simulate:
+        result["memory"] = memory.not_measured(memory.SIMULATED)
+    else:
+        recorder.memory = memory.Sampler(memory.mps_source(torch))
     oracle = KernelOracle()
     state["oracle"] = oracle
     result["kernel_table"] = f"{oracle.table.source} {oracle.table.version}"

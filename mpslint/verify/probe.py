@@ -91,6 +91,7 @@ class Recorder:
         self.raised: Dict[Tuple[str, Optional[str], Optional[int], Optional[int]], int] = {}
         self._user: Dict[str, bool] = {}
         self.on_tick: Optional[Callable[[], None]] = None
+        self.memory: Optional[Any] = None  # a memory.Sampler on a Mac: device memory at each step
         # Which write of PYTORCH_ENABLE_MPS_FALLBACK set its value in os.environ now (the child's EnvWatch).
         self.fallback_write: Callable[[], Optional[int]] = lambda: None
 
@@ -161,6 +162,8 @@ class Recorder:
 
     def tick(self, clock: str) -> None:
         self.clocks[clock] += 1
+        if self.memory is not None:
+            self.memory.sample(clock, self.clocks[clock])
         if self.on_tick is not None:
             self.on_tick()
 
