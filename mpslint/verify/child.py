@@ -311,8 +311,13 @@ def _set_up(script: str, options: Dict[str, Any], result: Dict[str, Any], state:
     probe.install_print_hook(recorder)
     probe.install_compile_hook(recorder)
     stack.callback(probe.install_warning_hook(recorder))
+    from mpslint.verify import silent_wrong
+
+    triggers = silent_wrong.Triggers()  # known silently wrong results of this torch, seen in the calls' arguments
+    if triggers.functions:
+        stack.enter_context(silent_wrong.FunctionTriggers(triggers, recorder.wrong))
     stack.enter_context(probe.ProbeMode(recorder, oracle=None if simulate else oracle, fallback=enabled,
-                                        max_ops=options.get("max_ops")))
+                                        max_ops=options.get("max_ops"), triggers=triggers))
 
 
 def _unsupported(torch: Any, simulate: bool) -> Optional[str]:

@@ -149,6 +149,10 @@ class Recorder:
         self.table_fallbacks.add(op)
         self.record("fallback", op, self.locate(sys._getframe(1))[0])
 
+    def wrong(self, entry: str) -> None:
+        """A call that matches a known silently-wrong trigger (``silent_wrong``), at the user's line."""
+        self.record("wrong", entry, self.locate(sys._getframe(1))[0])
+
     def warned(self, op: str, frame: Any) -> None:
         """A fallback warning that surfaced: counted, and recorded when the table had not decided it."""
         self.warned_fallbacks[op] = self.warned_fallbacks.get(op, 0) + 1
@@ -219,8 +223,10 @@ class ProbeMode(TorchDispatchMode):
     """
 
     def __init__(self, recorder: Recorder, *, oracle: Optional[KernelOracle] = None, fallback: bool = True,
-                 device: str = "mps", max_ops: Optional[int] = None, nested: bool = False) -> None:
+                 device: str = "mps", max_ops: Optional[int] = None, nested: bool = False,
+                 triggers: Optional[Any] = None) -> None:
         super().__init__()
+        self.triggers = triggers  # a silent_wrong.Triggers: known silently-wrong calls of this torch
         self.recorder = recorder
         self.oracle = oracle
         self.fallback = fallback
@@ -245,6 +251,8 @@ class ProbeMode(TorchDispatchMode):
         kind = sync_kind(func, args, kwargs, self.on_device)
         if kind is not None:
             recorder.record("sync", kind)
+        if on_device and self.triggers is not None:
+            self.triggers.check(func, args, kwargs, recorder.wrong)
         try:
             if on_device and self.oracle is not None:
                 decision = self.oracle.decide(func)
@@ -253,7 +261,7 @@ class ProbeMode(TorchDispatchMode):
                 elif decision.kind == COMPOSITE:
                     # Its kernel is what the device runs too; its ops are where a fallback may hide.
                     with ProbeMode(recorder, oracle=self.oracle, fallback=self.fallback, device=self.device,
-                                   nested=True):
+                                   nested=True, triggers=self.triggers):
                         return func._op_dk(decision.key, *args, **kwargs)
             return func(*args, **kwargs)
         except NotImplementedError as exc:

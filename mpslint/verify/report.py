@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
 
 from mpslint.catalog import DOCS_URL
+from mpslint.knowledge import silent_wrong
 from mpslint.verify import memory, messages
 from mpslint.verify.launcher import Options, Run
 
@@ -105,7 +106,7 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
     clock = step_clock(clocks)
     total = clocks.get(clock, 0) if clock else 0
     explicit = set(raw.get("explicit_fallbacks", []))
-    fallbacks, syncs, warned = [], [], []
+    fallbacks, syncs, warned, wrong = [], [], [], []
     events = raw.get("events", [])
     for event in sorted(events, key=lambda e: (_display(script, e.get("filename")) or "", e["row"] or 0,
                                                 e["kind"], e["key"])):
@@ -116,6 +117,8 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
                               else "NotImplementedError"})
         elif event["kind"] == "warning":
             warned.append({"kind": event["key"], "count": event["count"], "location": location})
+        elif event["kind"] == "wrong":
+            wrong.append(_known_wrong(event["key"], event["count"], location))
         else:
             seen = event["steps"].get(clock, []) if clock else []
             hot = is_hot(seen, total)
@@ -179,6 +182,7 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
         "syncs": syncs,
         "errors": errors,
         "warnings": warned,
+        "known_wrong": wrong,
         "set_after_import": late,
         "memory": _memory(raw, clock),
         "static": statuses,
@@ -188,6 +192,12 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
         notes.append("no step was observed (no optimizer step, DataLoader batch or model call), "
                      "so no sync is marked hot")
     return Verdict(report, 1 if failed else 0, notes, clock, total)
+
+
+def _known_wrong(entry_id: str, count: int, location: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    entry = silent_wrong.by_id()[entry_id]
+    return {"id": entry_id, "count": count, "location": location, "title": entry["title"], "issue": entry["issue"],
+            "releases": silent_wrong.releases(entry), "fixed_in": entry.get("fixed_in"), "advice": entry["advice"]}
 
 
 def _memory(raw: Dict[str, Any], clock: Optional[str]) -> Optional[Dict[str, Any]]:
@@ -428,6 +438,11 @@ def render_text(verdict: Verdict) -> str:
             lines.append(f"  {loc(w['location'])}: autocast disabled on mps (\"In MPS autocast, but the target dtype is "
                          f"not supported. Disabling autocast.\") {_times(w['count'])}")
             lines.append(f"    advice: {ADVICE[w['kind']]}")
+    if r.get("known_wrong"):
+        lines.append(f"known silently wrong results in torch {r['torch_version']} (no error, wrong numbers):")
+        for k in r["known_wrong"]:
+            lines.append(f"  {loc(k['location'])}: {k['title']} {_times(k['count'])} ({k['issue']}; {k['releases']})")
+            lines.append(f"    advice: {k['advice']}")
     if r["errors"]:
         lines.append("errors:")
         for e in r["errors"]:
