@@ -15,7 +15,9 @@ own fallback warning is a C++ warning, which reaches Python only after the
 binding returns, long after a dispatch mode could see it. A process-wide
 warning hook (``install_warning_hook``) cross-checks the table with the
 warnings that do surface. Under ``--simulate`` the emulated device reports
-its fallbacks itself.
+its fallbacks itself. On both paths it also checks each op with a tensor on
+the device against the installed torch's known silently-wrong triggers
+(``silent_wrong``); on a Mac each step tick samples device memory (``memory``).
 """
 
 from __future__ import annotations

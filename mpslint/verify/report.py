@@ -182,8 +182,8 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
         "syncs": syncs,
         "errors": errors,
         "warnings": warned,
-        "known_wrong": wrong,
         "set_after_import": late,
+        "known_wrong": wrong,
         "memory": _memory(raw, clock),
         "static": statuses,
     }
