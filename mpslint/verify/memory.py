@@ -38,8 +38,7 @@ GROWTH_RULE = (
     "is not growth"
 )
 
-SIMULATED = ("simulated mps: not measured (the emulated device's tensors live in CPU memory, and its torch.mps "
-             "memory counters say 0)")
+SIMULATED = "simulated mps: the emulated device's tensors live in CPU memory, and its torch.mps memory counters say 0"
 
 Source = Callable[[], Tuple[int, int]]
 
