@@ -38,6 +38,10 @@ GROWTH_RULE = (
     "is not growth"
 )
 
+ADVICE = ("something kept from every step holds device memory: a loss kept with its graph (total += loss; keep "
+          "loss.detach()), outputs appended to a list, a cache that is never cleared; a loop whose batches grow "
+          "(sorted by length) grows too")
+
 SIMULATED = "simulated mps: the emulated device's tensors live in CPU memory, and its torch.mps memory counters say 0"
 
 Source = Callable[[], Tuple[int, int]]

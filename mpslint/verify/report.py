@@ -64,9 +64,6 @@ ADVICE = {
     "restriction": "a limit inside this MPS kernel: change the shape (sizes that divide evenly, fewer than 65,536 "
                    "per dimension) or run this op on the CPU on purpose",
     "numpy": "copy to the host first: t.detach().cpu().numpy()",
-    "memory-growth": "something kept from every step holds device memory: a loss kept with its graph (total += loss; "
-                     "keep loss.detach()), outputs appended to a list, a cache that is never cleared; a loop whose "
-                     "batches grow (sorted by length) grows too",
 }
 
 
@@ -504,7 +501,7 @@ def _memory_lines(found: Optional[Dict[str, Any]], clock: Optional[str]) -> List
         lines.append(f"warning: memory grows every step: {name} rose over steps {growth['from_step']}-"
                      f"{growth['to_step']}, about {_size(growth['per_step_bytes'][counter])} a step")
     if growth["growing"]:
-        lines.append(f"    advice: {ADVICE['memory-growth']}")
+        lines.append(f"    advice: {memory.ADVICE}")
     return lines
 
 
