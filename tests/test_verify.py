@@ -111,8 +111,9 @@ def test_op_without_mps_kernel_in_a_loop_is_a_fallback_with_count_and_line(plain
     assert plain_runs["missing_kernel_loop"][0] == "ok"
     assert list(report) == ["script", "device", "simulated", "torch_version", "verdict", "reasons",
                             "script_exit_code", "duration_s", "ops", "ops_on_device", "fallback_setting", "fallbacks",
-                            "syncs", "errors", "warnings", "set_after_import", "static"]
+                            "syncs", "errors", "warnings", "set_after_import", "known_wrong", "memory", "static"]
     assert report["device"] == "mps" and report["simulated"] is True and report["script_exit_code"] == 0
+    assert report["known_wrong"] == [] and report["memory"]["measured"] is False
     assert report["reasons"] == ["CPU fallbacks"] and 0 < report["ops_on_device"] <= report["ops"]
     assert report["fallback_setting"] == {"enabled": True, "value": "1", "row": None,
                                           "source": "mpslint verify (its default; --no-fallback leaves the variable "

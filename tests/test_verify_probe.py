@@ -345,6 +345,57 @@ def test_by_design_fallbacks_are_counted_every_call_whatever_the_warning_filter(
     assert oracle.by_design == {"aten::im2col"}
 
 
+@pytest.fixture
+def svd_and_renorm_on_a_mac():
+    """``linalg_svd`` and ``embedding_renorm_`` as MPSFallback.mm registers them on a Mac (``m.impl(op,
+    mps_fallback)``), on the MPS key of this CPU build. ``linalg_svd`` is a composite: on a Mac its kernel on the MPS
+    key stops the decomposition, so the probe sees ``aten::linalg_svd`` itself; here CPU tensors play the device's,
+    so a kernel on the CPU key stops it the same way (and runs the op on the CPU, as mps_fallback does)."""
+    namespace = {}
+    source = textwrap.dedent("""
+        import torch
+        lib = torch.library.Library("aten", "IMPL")
+        lib.impl("linalg_svd", lambda *args, **kwargs: None, "MPS")
+        lib.impl("embedding_renorm_", lambda *args, **kwargs: None, "MPS")
+    """)
+    exec(compile(source, FALLBACK_FILE, "exec"), namespace)
+    cpu = torch.library.Library("aten", "IMPL")
+
+    def svd_on_the_cpu(A, full_matrices=True, *, driver=None):
+        return torch.ops.aten._linalg_svd(A, full_matrices, True, driver=driver)
+
+    cpu.impl("linalg_svd", svd_on_the_cpu, "CPU")
+    yield
+    del cpu, namespace["lib"]
+
+
+@pytest.mark.parametrize("action", ["ignore", "default", "always", "error"])
+def test_linalg_svd_and_embedding_renorm_run_on_the_cpu_by_design_whatever_the_warning_filter(
+        svd_and_renorm_on_a_mac, action):
+    """Both have a kernel on the MPS key, so "has a kernel" alone would call them native: the dispatcher's record of
+    who registered it decides first. Counted per call, with the fallback switch off, under any warning filter; a
+    fallback warning that does surface is not counted twice."""
+    recorder = probe.Recorder(__file__)
+    oracle = KernelOracle(dispatcher_knows=True)
+    weight = torch.randn(4, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter(action)
+        undo = probe.install_warning_hook(recorder)
+        try:
+            with probe_mode(recorder, oracle, fallback=False):
+                for _ in range(3):
+                    torch.linalg.svd(torch.randn(3, 3)); svd = _line()  # noqa: E702
+                    torch.embedding_renorm_(weight, torch.tensor([0, 2]), 1.0, 2.0); renorm = _line()  # noqa: E702
+            if action in ("default", "always"):  # as PyTorch's own warning would surface on a Mac, once
+                warnings.warn(REAL_FALLBACK.replace("aten::sgn.out", "aten::linalg_svd"), UserWarning)
+        finally:
+            undo()
+    assert sorted((e["kind"], e["key"], e["count"], e["row"]) for e in recorder.as_json()) == [
+        ("fallback", "aten::embedding_renorm_", 3, renorm), ("fallback", "aten::linalg_svd", 3, svd)]
+    assert oracle.by_design == {"aten::linalg_svd", "aten::embedding_renorm_"}
+    assert oracle.decide(torch.ops.aten.add.Tensor).kind == "native"  # a kernel of its own on the MPS key
+
+
 def test_by_design_fallbacks_read_as_running_on_the_cpu_in_the_report():
     steps = {"optimizer": [1, 2, 3], "batches": [1, 2, 3], "forward": [1, 2, 3]}
     raw = {"status": "ran", "simulated": False, "torch_version": "2.13.0", "script_exit_code": 0, "duration_s": 1.0,

@@ -107,7 +107,8 @@ def test_real_mps_report_verdicts_and_exact_json_shape():
     r = verdict.report
     assert list(r) == ["script", "device", "simulated", "torch_version", "verdict", "reasons", "script_exit_code",
                        "duration_s", "ops", "ops_on_device", "fallback_setting", "fallbacks", "syncs", "errors",
-                       "warnings", "set_after_import", "static"]
+                       "warnings", "set_after_import", "known_wrong", "memory", "static"]
+    assert r["known_wrong"] == [] and r["memory"] is None  # a raw report without memory samples
     assert r["device"] == "mps" and r["simulated"] is False and r["verdict"] == "fail" and verdict.exit_code == 1
     assert r["reasons"] == ["CPU fallbacks", "hot host syncs"] and (r["ops"], r["ops_on_device"]) == (50, 40)
     assert r["fallbacks"] == [{"op": "aten::sgn.out", "count": 3, "location": {"filename": "train.py", "row": 12},

@@ -186,6 +186,8 @@ def main(argv: List[str]) -> int:
             result["compile_calls"] = [list(w) for w in recorder.compile_calls]
             result["env_writes"] = env_writes(watch, recorder.is_user_file)
             result["unimplemented"] = recorder.raised_json()
+            if recorder.memory is not None:
+                result["memory"] = recorder.memory.as_json()
             if state["oracle"] is not None:
                 oracle = state["oracle"]
                 explicit = oracle.table.explicit_cpu_fallbacks
@@ -289,6 +291,12 @@ def _set_up(script: str, options: Dict[str, Any], result: Dict[str, Any], state:
         initial, at_import, options.get("fallback_source", "environment"),
         envwatch.innermost(decisive.frames, recorder.is_user_file) if decisive is not None else None)
     state["recorder"] = recorder
+    from mpslint.verify import memory
+
+    if simulate:
+        result["memory"] = memory.not_measured(memory.SIMULATED)
+    else:
+        recorder.memory = memory.Sampler(memory.mps_source(torch))
     oracle = KernelOracle()
     state["oracle"] = oracle
     result["kernel_table"] = f"{oracle.table.source} {oracle.table.version}"
@@ -303,8 +311,13 @@ def _set_up(script: str, options: Dict[str, Any], result: Dict[str, Any], state:
     probe.install_print_hook(recorder)
     probe.install_compile_hook(recorder)
     stack.callback(probe.install_warning_hook(recorder))
+    from mpslint.verify import silent_wrong
+
+    triggers = silent_wrong.Triggers()  # known silently wrong results of this torch, seen in the calls' arguments
+    if triggers.functions:
+        stack.enter_context(silent_wrong.FunctionTriggers(triggers, recorder.wrong))
     stack.enter_context(probe.ProbeMode(recorder, oracle=None if simulate else oracle, fallback=enabled,
-                                        max_ops=options.get("max_ops")))
+                                        max_ops=options.get("max_ops"), triggers=triggers))
 
 
 def _unsupported(torch: Any, simulate: bool) -> Optional[str]:

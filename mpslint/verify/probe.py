@@ -15,7 +15,9 @@ own fallback warning is a C++ warning, which reaches Python only after the
 binding returns, long after a dispatch mode could see it. A process-wide
 warning hook (``install_warning_hook``) cross-checks the table with the
 warnings that do surface. Under ``--simulate`` the emulated device reports
-its fallbacks itself.
+its fallbacks itself. On both paths it also checks each op with a tensor on
+the device against the installed torch's known silently-wrong triggers
+(``silent_wrong``); on a Mac each step tick samples device memory (``memory``).
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ class Recorder:
         self.raised: Dict[Tuple[str, Optional[str], Optional[int], Optional[int]], int] = {}
         self._user: Dict[str, bool] = {}
         self.on_tick: Optional[Callable[[], None]] = None
+        self.memory: Optional[Any] = None  # a memory.Sampler on a Mac: device memory at each step
         # Which write of PYTORCH_ENABLE_MPS_FALLBACK set its value in os.environ now (the child's EnvWatch).
         self.fallback_write: Callable[[], Optional[int]] = lambda: None
 
@@ -148,6 +151,10 @@ class Recorder:
         self.table_fallbacks.add(op)
         self.record("fallback", op, self.locate(sys._getframe(1))[0])
 
+    def wrong(self, entry: str) -> None:
+        """A call that matches a known silently-wrong trigger (``silent_wrong``), at the user's line."""
+        self.record("wrong", entry, self.locate(sys._getframe(1))[0])
+
     def warned(self, op: str, frame: Any) -> None:
         """A fallback warning that surfaced: counted, and recorded when the table had not decided it."""
         self.warned_fallbacks[op] = self.warned_fallbacks.get(op, 0) + 1
@@ -161,6 +168,8 @@ class Recorder:
 
     def tick(self, clock: str) -> None:
         self.clocks[clock] += 1
+        if self.memory is not None:
+            self.memory.sample(clock, self.clocks[clock])
         if self.on_tick is not None:
             self.on_tick()
 
@@ -216,8 +225,10 @@ class ProbeMode(TorchDispatchMode):
     """
 
     def __init__(self, recorder: Recorder, *, oracle: Optional[KernelOracle] = None, fallback: bool = True,
-                 device: str = "mps", max_ops: Optional[int] = None, nested: bool = False) -> None:
+                 device: str = "mps", max_ops: Optional[int] = None, nested: bool = False,
+                 triggers: Optional[Any] = None) -> None:
         super().__init__()
+        self.triggers = triggers  # a silent_wrong.Triggers: known silently-wrong calls of this torch
         self.recorder = recorder
         self.oracle = oracle
         self.fallback = fallback
@@ -242,6 +253,8 @@ class ProbeMode(TorchDispatchMode):
         kind = sync_kind(func, args, kwargs, self.on_device)
         if kind is not None:
             recorder.record("sync", kind)
+        if on_device and self.triggers is not None:
+            self.triggers.check(func, args, kwargs, recorder.wrong)
         try:
             if on_device and self.oracle is not None:
                 decision = self.oracle.decide(func)
@@ -250,7 +263,7 @@ class ProbeMode(TorchDispatchMode):
                 elif decision.kind == COMPOSITE:
                     # Its kernel is what the device runs too; its ops are where a fallback may hide.
                     with ProbeMode(recorder, oracle=self.oracle, fallback=self.fallback, device=self.device,
-                                   nested=True):
+                                   nested=True, triggers=self.triggers):
                         return func._op_dk(decision.key, *args, **kwargs)
             return func(*args, **kwargs)
         except NotImplementedError as exc:

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
 
 from mpslint.catalog import DOCS_URL
-from mpslint.verify import messages
+from mpslint.knowledge import silent_wrong
+from mpslint.verify import memory, messages
 from mpslint.verify.launcher import Options, Run
 
 # The clocks a step is read from, in order of preference (see step_clock).
@@ -102,7 +103,7 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
     clock = step_clock(clocks)
     total = clocks.get(clock, 0) if clock else 0
     explicit = set(raw.get("explicit_fallbacks", []))
-    fallbacks, syncs, warned = [], [], []
+    fallbacks, syncs, warned, wrong = [], [], [], []
     events = raw.get("events", [])
     for event in sorted(events, key=lambda e: (_display(script, e.get("filename")) or "", e["row"] or 0,
                                                 e["kind"], e["key"])):
@@ -113,6 +114,8 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
                               else "NotImplementedError"})
         elif event["kind"] == "warning":
             warned.append({"kind": event["key"], "count": event["count"], "location": location})
+        elif event["kind"] == "wrong":
+            wrong.append(_known_wrong(event["key"], event["count"], location))
         else:
             seen = event["steps"].get(clock, []) if clock else []
             hot = is_hot(seen, total)
@@ -177,6 +180,8 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
         "errors": errors,
         "warnings": warned,
         "set_after_import": late,
+        "known_wrong": wrong,
+        "memory": _memory(raw, clock),
         "static": statuses,
     }
     notes.extend(_notes(raw, script, fallback, fallbacks))
@@ -184,6 +189,31 @@ def build(options: Options, run: Run, *, allow_fallback: bool = False, allow_syn
         notes.append("no step was observed (no optimizer step, DataLoader batch or model call), "
                      "so no sync is marked hot")
     return Verdict(report, 1 if failed else 0, notes, clock, total)
+
+
+def _known_wrong(entry_id: str, count: int, location: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    entry = silent_wrong.by_id()[entry_id]
+    return {"id": entry_id, "count": count, "location": location, "title": entry["title"], "issue": entry["issue"],
+            "releases": silent_wrong.releases(entry), "fixed_in": entry.get("fixed_in"), "advice": entry["advice"]}
+
+
+def _memory(raw: Dict[str, Any], clock: Optional[str]) -> Optional[Dict[str, Any]]:
+    """Device memory at each step of the step clock, and the growth rule's verdict (``memory``); None when the
+    child sampled nothing (torch never imported)."""
+    found = raw.get("memory")
+    if not found:
+        return None
+    if not found.get("measured"):
+        return {"measured": False, "reason": found.get("reason")}
+    series = found.get("clocks", {}).get(clock) if clock else None
+    if series is None:
+        reason = f"the memory counters failed: {found['error']}" if found.get("error") else \
+            "no step was observed (no optimizer step, DataLoader batch or model call), so nothing was sampled"
+        return {"measured": False, "reason": reason}
+    samples = series["samples"]
+    return {"measured": True, "clock": clock, "steps_sampled": series["count"], "samples": samples,
+            "peak_driver_bytes": series["peak_driver_bytes"], "peak_current_bytes": series["peak_current_bytes"],
+            "growth": memory.growth(samples), "rule": memory.GROWTH_RULE}
 
 
 def _fallback_setting(fallback: Optional[Dict[str, Any]], script: str) -> Optional[Dict[str, Any]]:
@@ -405,6 +435,11 @@ def render_text(verdict: Verdict) -> str:
             lines.append(f"  {loc(w['location'])}: autocast disabled on mps (\"In MPS autocast, but the target dtype is "
                          f"not supported. Disabling autocast.\") {_times(w['count'])}")
             lines.append(f"    advice: {ADVICE[w['kind']]}")
+    if r.get("known_wrong"):
+        lines.append(f"known silently wrong results in torch {r['torch_version']} (no error, wrong numbers):")
+        for k in r["known_wrong"]:
+            lines.append(f"  {loc(k['location'])}: {k['title']} {_times(k['count'])} ({k['issue']}; {k['releases']})")
+            lines.append(f"    advice: {k['advice']}")
     if r["errors"]:
         lines.append("errors:")
         for e in r["errors"]:
@@ -429,6 +464,7 @@ def render_text(verdict: Verdict) -> str:
                 lines.append(f"    not confirmed in this run: {_not_confirmed(w['reason'], r)}")
             lines.append(f"    {w['rule']}: set it before the first torch import, or where Python starts "
                          f"({w['variable']}={w['value']} python {r['script']}); {w['url']}")
+    lines.extend(_memory_lines(r.get("memory"), verdict.step_clock))
     hot = [s for s in r["syncs"] if s["hot"]]
     if hot:
         lines.append("hot host syncs (in most steps):")
@@ -444,6 +480,38 @@ def render_text(verdict: Verdict) -> str:
     for note in verdict.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)
+
+
+def _memory_lines(found: Optional[Dict[str, Any]], clock: Optional[str]) -> List[str]:
+    if not found:
+        return []
+    if not found["measured"]:
+        return [f"memory: not measured: {found['reason']}"]
+    first, last = found["samples"][0], found["samples"][-1]
+    lines = [f"memory per step ({_clock_name(clock)}): Metal driver {_size(first['driver_bytes'])} at step "
+             f"{first['step']}, {_size(last['driver_bytes'])} at step {last['step']} (peak "
+             f"{_size(found['peak_driver_bytes'])}); tensors {_size(first['current_bytes'])}, "
+             f"{_size(last['current_bytes'])} (peak {_size(found['peak_current_bytes'])})"]
+    growth = found["growth"]
+    if not growth["judged"]:
+        lines.append(f"  growth not judged: {growth['reason']}")
+    for counter in growth["growing"]:
+        name = {"current": "current_allocated_memory (live tensors)",
+                "driver": "driver_allocated_memory (Metal's heaps)"}[counter]
+        lines.append(f"warning: memory grows every step: {name} rose over steps {growth['from_step']}-"
+                     f"{growth['to_step']}, about {_size(growth['per_step_bytes'][counter])} a step")
+    if growth["growing"]:
+        lines.append(f"    advice: {memory.ADVICE}")
+    return lines
+
+
+def _size(count: int) -> str:
+    value = float(count)
+    for unit in ("B", "KiB", "MiB"):
+        if abs(value) < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.2f} GiB"
 
 
 def _not_confirmed(reason: str, r: Dict[str, Any]) -> str:
