@@ -23,7 +23,8 @@ unchanged, and only if its mtime and ctime were at least ``RACY_SECONDS``
 older than the moment it was hashed. An edit rewrites the ctime, whatever the
 editor (or ``touch -r``) does to the mtime and whatever the size; and a file
 written within the same clock tick as its hashing (a coarse file system) is
-hashed again next time, not trusted (git's "racily clean" entries).
+hashed again next time, not trusted (git's "racily clean" entries). On Windows,
+where st_ctime is the creation time, files are always read and hashed.
 
 Any problem with the cache (unreadable, corrupt, another version, a full
 disk) makes that entry a miss; the cache never fails a run. Writes are
@@ -50,6 +51,9 @@ PRUNE_AFTER = 7 * 24 * 3600  # seconds
 # within the same tick of a coarse clock (FAT: 2 s) would leave its stat unchanged.
 RACY_SECONDS = 2
 STAT_INDEX = "stat-index"  # JSON; not named *.json: it is no entry
+# Whether st_ctime is the time of the last change (POSIX). On Windows it is the creation time, which an
+# edit that restores the mtime leaves alone: there every file is read and hashed, as before.
+STAT_CHANGE_TIME = os.name != "nt"
 _FORMAT = 1
 _TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -134,7 +138,7 @@ class Cache:
 
     def known_key(self, path: str, display_path: str, settings: Settings, st: os.stat_result) -> Optional[str]:
         """The key of the file at ``path`` from its ``stat`` alone, when the index can vouch for it."""
-        if not _is_regular(st):
+        if not _is_regular(st) or not STAT_CHANGE_TIME:
             return None
         entry = self._stat_index().get(self._stat_name(path, display_path, settings))
         if not entry or len(entry) != 7 or entry[:5] != _signature(st):
@@ -149,7 +153,7 @@ class Cache:
                  hashed_at: int) -> None:
         """``key`` was computed from bytes read after ``st`` was taken (so a later edit changes the stat),
         at ``hashed_at`` (``time.time_ns()``, after the read)."""
-        if not _is_regular(st):
+        if not _is_regular(st) or not STAT_CHANGE_TIME:
             return
         entry = [*_signature(st), hashed_at, key]
         name = self._stat_name(path, display_path, settings)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mpslint import runner
-from mpslint.cache import diagnostic_from_json, diagnostic_to_json
+from mpslint.cache import STAT_CHANGE_TIME, diagnostic_from_json, diagnostic_to_json
 from mpslint.config import Settings
 from mpslint.diagnostic import Location
 from mpslint.runner import Mode, process_file, run, write_atomic
@@ -252,6 +252,9 @@ def test_a_file_changed_since_the_parent_looked_is_looked_up_again(tmp_path, mon
     assert Cache(cache_dir).get(stale) is None  # nothing stored under a key the content no longer has
 
 
+_stat_index_used = pytest.mark.skipif(not STAT_CHANGE_TIME, reason="Windows: ctime is the creation time, no stat index")
+
+
 def _hashed_later(monkeypatch, seconds: float = 10) -> None:
     """The runner's clock, when it records that it hashed a file, runs ``seconds`` ahead: the files
     written by the test look older than the racy window of the stat index (cache.py)."""
@@ -261,6 +264,7 @@ def _hashed_later(monkeypatch, seconds: float = 10) -> None:
     monkeypatch.setattr(runner, "time", SimpleNamespace(time_ns=lambda: time.time_ns() + int(seconds * 1e9)))
 
 
+@_stat_index_used
 def test_a_warm_run_reads_no_file_whose_stat_is_unchanged(tmp_path, monkeypatch):
     files = _many(tmp_path, 4)
     cache_dir = tmp_path / "cache"
@@ -302,6 +306,7 @@ def test_a_file_hashed_right_after_it_was_written_is_read_again_next_run(tmp_pat
     assert len(counting.reads) == len(counting.keys) == 3
 
 
+@_stat_index_used
 def test_a_stale_stat_index_costs_a_read_never_a_wrong_result(tmp_path, monkeypatch):
     files = _many(tmp_path, 2)
     cache_dir = tmp_path / "cache"
