@@ -15,6 +15,17 @@ runner reads the bytes anyway. Why JSON and not pickle: the cache lives in
 the checked-out tree, and a linter runs on untrusted pull requests; loading a
 planted pickle would execute code.
 
+A warm run need not read every file to find its key: ``stat-index``
+(beside the entries) maps each file checked to its key and the ``stat`` it
+had when its bytes were hashed, as Ruff and git do. The key is reused without
+reading only while the file's mtime, ctime, size, inode and device are all
+unchanged, and only if its mtime and ctime were at least ``RACY_SECONDS``
+older than the moment it was hashed. An edit rewrites the ctime, whatever the
+editor (or ``touch -r``) does to the mtime and whatever the size; and a file
+written within the same clock tick as its hashing (a coarse file system) is
+hashed again next time, not trusted (git's "racily clean" entries). On Windows,
+where st_ctime is the creation time, files are always read and hashed.
+
 Any problem with the cache (unreadable, corrupt, another version, a full
 disk) makes that entry a miss; the cache never fails a run. Writes are
 atomic (temp file + ``os.replace``), so concurrent runs cannot tear an entry.
@@ -36,6 +47,13 @@ from mpslint.diagnostic import Applicability, Diagnostic, Edit, Fix, Location
 
 CACHE_DIR_NAME = ".mpslint_cache"
 PRUNE_AFTER = 7 * 24 * 3600  # seconds
+# A file whose mtime or ctime is this close to the moment it was hashed is hashed again next run: an edit
+# within the same tick of a coarse clock (FAT: 2 s) would leave its stat unchanged.
+RACY_SECONDS = 2
+STAT_INDEX = "stat-index"  # JSON; not named *.json: it is no entry
+# Whether st_ctime is the time of the last change (POSIX). On Windows it is the creation time, which an
+# edit that restores the mtime leaves alone: there every file is read and hashed, as before.
+STAT_CHANGE_TIME = os.name != "nt"
 _FORMAT = 1
 _TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -95,10 +113,15 @@ class Cache:
         self._code = _code_fingerprint()
         # One directory per version of the code, so entries of older code can be pruned as a whole.
         self.entries = self.directory / f"v{__version__}-{self._code[:16]}"
+        self._root = str(self.entries)
         self._settings: Dict[Settings, str] = {}
         self._ready = False
         self.hits = 0
         self.misses = 0
+        self._stats: Optional[Dict[str, list]] = None  # the stat index, read on first use
+        self._short: Dict[str, str] = {}
+        self._stats_changed = False
+        self.stat_hits = 0  # keys found from a file's stat, without reading it: what tests count
 
     def key(self, data: bytes, display_path: str, settings: Settings) -> str:
         fingerprint = self._settings.get(settings)
@@ -111,13 +134,76 @@ class Cache:
         digest.update(data)
         return digest.hexdigest()
 
+    # ------------------------------------------------------------------ the stat index
+
+    def known_key(self, path: str, display_path: str, settings: Settings, st: os.stat_result) -> Optional[str]:
+        """The key of the file at ``path`` from its ``stat`` alone, when the index can vouch for it."""
+        if not _is_regular(st) or not STAT_CHANGE_TIME:
+            return None
+        entry = self._stat_index().get(self._stat_name(path, display_path, settings))
+        if not entry or len(entry) != 7 or entry[:5] != _signature(st):
+            return None
+        hashed_at = entry[5]
+        if max(st.st_mtime_ns, st.st_ctime_ns) > hashed_at - RACY_SECONDS * 10**9:
+            return None
+        self.stat_hits += 1
+        return str(entry[6])
+
+    def remember(self, path: str, display_path: str, settings: Settings, st: os.stat_result, key: str,
+                 hashed_at: int) -> None:
+        """``key`` was computed from bytes read after ``st`` was taken (so a later edit changes the stat),
+        at ``hashed_at`` (``time.time_ns()``, after the read)."""
+        if not _is_regular(st) or not STAT_CHANGE_TIME:
+            return
+        entry = [*_signature(st), hashed_at, key]
+        name = self._stat_name(path, display_path, settings)
+        index = self._stat_index()
+        old = index.get(name)
+        if old is not None and old[:5] == entry[:5] and old[6] == key \
+                and max(st.st_mtime_ns, st.st_ctime_ns) <= old[5] - RACY_SECONDS * 10**9:
+            return  # already trusted: rewriting the index would only cost time
+        index[name] = entry
+        self._stats_changed = True
+
+    def save_index(self) -> None:
+        """Write the stat index if this run changed it (atomically; a concurrent run's write may win)."""
+        if not self._stats_changed:
+            return
+        try:
+            self._prepare()
+            data = json.dumps(self._stats, separators=(",", ":")).encode("utf-8")
+            _atomic_write(self.entries / STAT_INDEX, data)
+            self._stats_changed = False
+        except Exception:
+            pass  # a read-only or full disk costs speed, never the run
+
+    def _stat_index(self) -> Dict[str, list]:
+        if self._stats is None:
+            try:
+                with open(os.path.join(str(self.entries), STAT_INDEX), "rb") as handle:
+                    loaded = json.loads(handle.read())
+                self._stats = loaded if isinstance(loaded, dict) else {}
+            except Exception:  # missing or corrupt: every file is read and hashed
+                self._stats = {}
+        return self._stats
+
+    def _stat_name(self, path: str, display_path: str, settings: Settings) -> str:
+        fingerprint = self._settings.get(settings)
+        if fingerprint is None:
+            fingerprint = self._settings[settings] = settings_fingerprint(settings)
+        # The settings are in the key: a file checked with other settings has another entry.
+        short = self._short.get(fingerprint)
+        if short is None:
+            short = self._short[fingerprint] = hashlib.blake2b(fingerprint.encode(), digest_size=8).hexdigest()
+        return f"{short}\0{display_path}\0{os.path.abspath(path)}"
+
     @property
     def summaries(self) -> str:
         """Where module summaries go: beside this code's entries, so a new mpslint never reads old ones."""
         return str(self.entries)
 
-    def _entry(self, key: str) -> Path:
-        return self.entries / key[:2] / f"{key[2:]}.json"
+    def _entry(self, key: str) -> str:
+        return os.path.join(self._root, key[:2], key[2:] + ".json")
 
     def get(self, key: str, current: Optional[Callable[[str], str]] = None) -> Optional[List[Diagnostic]]:
         """The entry's diagnostics; with ``current`` (path -> digest of its summary now), only while every
@@ -144,7 +230,7 @@ class Cache:
     def put(self, key: str, diagnostics: Sequence[Diagnostic], depends: Optional[Dict[str, str]] = None) -> None:
         try:
             self._prepare()
-            target = self._entry(key)
+            target = Path(self._entry(key))
             target.parent.mkdir(exist_ok=True)
             payload = {"key": key, "diagnostics": [diagnostic_to_json(d) for d in diagnostics]}
             if depends:
@@ -190,6 +276,16 @@ class Cache:
                     continue
                 if stale:
                     shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _signature(st: os.stat_result) -> List[int]:
+    return [st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev]
+
+
+def _is_regular(st: os.stat_result) -> bool:
+    import stat
+
+    return stat.S_ISREG(st.st_mode)
 
 
 def _atomic_write(target: Path, data: bytes) -> None:

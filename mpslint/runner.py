@@ -27,6 +27,7 @@ not fatal: the remaining files run in this process.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -103,17 +104,35 @@ def run(
                 done.append(state.process(tasks[i], read.pop(i, None)))
     for i, result in zip(pending, done):
         results[i] = result
+    if cache is not None:
+        cache.save_index()
     return results  # type: ignore[return-value]
 
 
 def _look_up(task: Task, settings: Settings, cache):
-    """A cached result, or (bytes, key) of a miss, or None when the file cannot be read (processing reports it)."""
+    """A cached result, or (bytes, key) of a miss, or None when the file cannot be read (processing reports it).
+
+    A file whose stat the cache's index vouches for is not read (``cache.py`` says when it does)."""
+    try:
+        st = os.stat(task.path)
+    except OSError:
+        st = None
+    tried = None
+    if st is not None:
+        tried = cache.known_key(task.path, task.display, settings, st)
+        if tried is not None:
+            diagnostics = cache.get(tried, _current_digest)
+            if diagnostics is not None:
+                return FileResult(task.display, diagnostics, cached=True)
     try:
         data = read_file(task.path)
     except OSError:
         return None
     key = cache.key(data, task.display, settings)
-    diagnostics = cache.get(key, _current_digest)
+    if st is not None:
+        # Taken before the read: an edit after it changes the stat, so the index cannot vouch for old bytes.
+        cache.remember(task.path, task.display, settings, st, key, time.time_ns())
+    diagnostics = cache.get(key, _current_digest) if key != tried else None
     if diagnostics is None:
         return data, key
     return FileResult(task.display, diagnostics, cached=True)

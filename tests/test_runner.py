@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mpslint import runner
-from mpslint.cache import diagnostic_from_json, diagnostic_to_json
+from mpslint.cache import STAT_CHANGE_TIME, diagnostic_from_json, diagnostic_to_json
 from mpslint.config import Settings
 from mpslint.diagnostic import Location
 from mpslint.runner import Mode, process_file, run, write_atomic
@@ -250,6 +250,75 @@ def test_a_file_changed_since_the_parent_looked_is_looked_up_again(tmp_path, mon
     runner._State([settings], Mode(), cache_dir).process(runner.Task(path, display, 0, missed=stale))
     assert len(counting.gets) == 1 and counting.gets[0] != stale
     assert Cache(cache_dir).get(stale) is None  # nothing stored under a key the content no longer has
+
+
+_stat_index_used = pytest.mark.skipif(not STAT_CHANGE_TIME, reason="Windows: ctime is the creation time, no stat index")
+
+
+def _hashed_later(monkeypatch, seconds: float = 10) -> None:
+    """The runner's clock, when it records that it hashed a file, runs ``seconds`` ahead: the files
+    written by the test look older than the racy window of the stat index (cache.py)."""
+    import time
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(runner, "time", SimpleNamespace(time_ns=lambda: time.time_ns() + int(seconds * 1e9)))
+
+
+@_stat_index_used
+def test_a_warm_run_reads_no_file_whose_stat_is_unchanged(tmp_path, monkeypatch):
+    files = _many(tmp_path, 4)
+    cache_dir = tmp_path / "cache"
+    _hashed_later(monkeypatch)
+    first = run(files, Mode(), cache_dir=cache_dir, jobs=1)
+    counting = _Counting(monkeypatch)
+    second = run(files, Mode(), cache_dir=cache_dir, jobs=1)
+    assert all(r.cached for r in second) and _summary(second) == _summary(first)
+    assert counting.reads == [] and counting.keys == []  # found by stat, not read nor hashed
+
+
+def test_the_stat_index_never_serves_a_file_edited_with_the_same_size_and_mtime(tmp_path, monkeypatch):
+    import time
+
+    path = tmp_path / "a.py"
+    path.write_text("import torch\n\nx = torch.zeros(1)\ny = x.cuda()\n")
+    files = [(str(path), "a.py", Settings())]
+    cache_dir = tmp_path / "cache"
+    _hashed_later(monkeypatch)
+    assert run(files, Mode(), cache_dir=cache_dir, jobs=1)[0].diagnostics
+    before = os.stat(path)
+    time.sleep(0.05)  # a later tick of the kernel's file clock
+    path.write_text("import torch\n\nx = torch.zeros(1)\ny = x.cpu()\n\n")  # the same size
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # and the same mtime
+    after = os.stat(path)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    result = run(files, Mode(), cache_dir=cache_dir, jobs=1)[0]
+    assert not result.cached and _summary([result]) == _summary(run(files, Mode(), jobs=1))
+    assert result.diagnostics == []
+
+
+def test_a_file_hashed_right_after_it_was_written_is_read_again_next_run(tmp_path, monkeypatch):
+    # Its stat may not change for an edit within the same tick of a coarse clock: the index does not vouch for it.
+    files = _many(tmp_path, 3)
+    cache_dir = tmp_path / "cache"
+    run(files, Mode(), cache_dir=cache_dir, jobs=1)
+    counting = _Counting(monkeypatch)
+    assert all(r.cached for r in run(files, Mode(), cache_dir=cache_dir, jobs=1))
+    assert len(counting.reads) == len(counting.keys) == 3
+
+
+@_stat_index_used
+def test_a_stale_stat_index_costs_a_read_never_a_wrong_result(tmp_path, monkeypatch):
+    files = _many(tmp_path, 2)
+    cache_dir = tmp_path / "cache"
+    _hashed_later(monkeypatch)
+    run(files, Mode(), cache_dir=cache_dir, jobs=1)
+    (index,) = cache_dir.glob("v*/stat-index")
+    entries = json.loads(index.read_text())
+    index.write_text(json.dumps({name: entry[:6] + ["0" * 40] for name, entry in entries.items()}))  # wrong keys
+    results = run(files, Mode(), cache_dir=cache_dir, jobs=1)
+    assert all(r.cached for r in results)  # each file was read, hashed, and found under its real key
+    index.write_text("{not json")
+    assert all(r.cached for r in run(files, Mode(), cache_dir=cache_dir, jobs=1))
 
 
 def test_another_torch_op_table_is_a_cache_miss(tmp_path, monkeypatch):

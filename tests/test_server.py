@@ -595,3 +595,39 @@ async def test_saving_a_helper_module_republishes_the_files_that_read_it(tmp_pat
         session.save(helpers_uri)
         await session.wait_until(lambda: session.publications(train_uri) > count, "train.py published again")
         assert codes(list(session.published[train_uri][-1].diagnostics)) == ["MPS201"]
+
+
+@run_async
+async def test_saving_a_module_rechecks_only_the_open_files_that_import_it_directly_or_not(tmp_path):
+    helpers = tmp_path / "helpers.py"
+    helpers.write_text("def reduce_mean(t, n):\n    return float(t) / n\n")
+    (tmp_path / "common.py").write_text("from helpers import *\n")
+    loop = (
+        "import torch\n{imports}\ndevice = torch.device('mps')\n"
+        "model = torch.nn.Linear(2, 2).to(device)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n    opt.step()\n"
+        "    print(reduce_mean(loss, 2).item())\n"
+    )
+    direct, through = tmp_path / "direct.py", tmp_path / "through.py"
+    direct.write_text(loop.format(imports="from helpers import reduce_mean"))
+    through.write_text(loop.format(imports="from common import reduce_mean"))  # helpers reached by a star import
+    unrelated = tmp_path / "unrelated.py"
+    unrelated.write_text(CUDA)
+    async with Session(tmp_path) as session:
+        # Opened first: if a save re-checked every open file, this one would be re-published first
+        # (one worker, checks in the order asked).
+        unrelated_uri = session.open(unrelated)
+        assert codes(await session.diagnostics(unrelated_uri)) == ["MPS101", "MPS101"]
+        uris = [session.open(direct), session.open(through)]
+        for uri in uris:
+            assert codes(await session.diagnostics(uri)) == []
+        helpers_uri = session.open(helpers)
+        await session.diagnostics(helpers_uri)
+        counts = {uri: session.publications(uri) for uri in [unrelated_uri, *uris]}
+        session.replace_all(helpers_uri, "def reduce_mean(t, n):\n    out = t.clone()\n    out /= n\n    return out\n")
+        helpers.write_text(session.texts[helpers_uri])
+        session.save(helpers_uri)
+        for uri in uris:
+            await session.wait_until(lambda: session.publications(uri) > counts[uri], f"{uri} published again")
+            assert codes(list(session.published[uri][-1].diagnostics)) == ["MPS201"]
+        assert session.publications(unrelated_uri) == counts[unrelated_uri]

@@ -348,8 +348,8 @@ def _big_source(copies: int) -> str:
 async def test_the_pool_checks_in_worker_processes_and_keeps_them():
     pool = Pool(1)
     try:
-        diagnostics, parsed = await pool.run("check", SMALL, "a.py", Settings())
-        assert parsed and [d.code for d in diagnostics] == ["MPS101"]
+        diagnostics, parsed, reads = await pool.run("check", SMALL, "a.py", Settings())
+        assert parsed and [d.code for d in diagnostics] == ["MPS101"] and reads == []
         assert pool.workers == 1
         fixed, counts, error = await pool.run("fix", SMALL, "a.py", Settings(), False, "\n")
         assert ".cuda()" not in fixed and counts["MPS101"] == 1 and error is None
@@ -400,7 +400,7 @@ async def test_cancelling_a_running_job_ends_its_worker_and_the_next_job_still_r
         with pytest.raises(asyncio.CancelledError):
             await job
         await asyncio.wait_for(worker.process.wait(), 30)
-        diagnostics, _ = await pool.run("check", SMALL, "a.py", Settings())
+        diagnostics, _, _ = await pool.run("check", SMALL, "a.py", Settings())
         assert [d.code for d in diagnostics] == ["MPS101"]
     finally:
         await pool.aclose()
@@ -434,7 +434,7 @@ async def test_a_worker_that_dies_fails_its_job_and_is_replaced():
         (worker,) = pool._idle
         worker.process.kill()
         await worker.process.wait()
-        diagnostics, _ = await pool.run("check", SMALL, "a.py", Settings())  # a fresh worker
+        diagnostics, _, _ = await pool.run("check", SMALL, "a.py", Settings())  # a fresh worker
         assert [d.code for d in diagnostics] == ["MPS101"]
         with pytest.raises(JobFailed):
             await pool.run("no-such-job")
@@ -473,7 +473,7 @@ async def test_the_pool_adopts_a_worker_started_before_the_event_loop():
     early = prestart()  # as `mpslint server` does before it imports pygls
     pool = Pool(1, early=early)
     try:
-        diagnostics, _ = await pool.run("check", SMALL, "a.py", Settings())
+        diagnostics, _, _ = await pool.run("check", SMALL, "a.py", Settings())
         assert [d.code for d in diagnostics] == ["MPS101"]
         (worker,) = pool._idle
         assert worker.process.pid == early.pid  # the early one checked it, no other was started

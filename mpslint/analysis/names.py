@@ -49,6 +49,10 @@ class ImportTable:
         # `from M import name` where M may be a module of the project (its binding is a guess).
         self.resolver: Optional[Callable[[str], Optional[str]]] = None
         self.deferred: Set[str] = set()
+        # Rules ask about the same call's function again and again (four times per node on transformers):
+        # answers by node, for the bindings and resolver they were computed with.
+        self._memo: Dict[ast.AST, Optional[str]] = {}
+        self._memo_resolver: Optional[Callable[[str], Optional[str]]] = None
         for node in imports:
             self.add(node)
 
@@ -58,6 +62,8 @@ class ImportTable:
         return cls(tree.of_type(ast.Import, ast.ImportFrom))
 
     def add(self, node: ast.AST) -> None:
+        if self._memo:
+            self._memo.clear()
         if type(node) is ast.Import:
             for alias in node.names:  # type: ignore[attr-defined]
                 if alias.asname:
@@ -79,6 +85,18 @@ class ImportTable:
 
     def qualify(self, node: ast.AST) -> Optional[str]:
         """The qualified name of a Name/Attribute chain rooted in an import."""
+        memo = self._memo
+        if self._memo_resolver is not self.resolver:
+            memo.clear()
+            self._memo_resolver = self.resolver
+        try:
+            return memo[node]
+        except KeyError:
+            pass
+        found = memo[node] = self._qualify(node)
+        return found
+
+    def _qualify(self, node: ast.AST) -> Optional[str]:
         raw = dotted_name(node)
         if raw is None:
             return None

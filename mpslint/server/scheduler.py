@@ -78,6 +78,11 @@ class Scheduler:
         state = self._states.get(key)
         return state.result if state is not None else None
 
+    def settled(self, key: Hashable) -> bool:
+        """No check of ``key`` is waiting or running."""
+        state = self._states.get(key)
+        return state is None or (state.due is None and state.running is None)
+
     async def result_for(self, key: Hashable) -> Optional[Any]:
         """The result for the document's current text and settings (None if it changes meanwhile)."""
         state = self._states.get(key)

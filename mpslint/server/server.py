@@ -18,7 +18,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Dict, List, Optional, Set, Tuple, Union
+from typing import Any, BinaryIO, Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -37,7 +37,7 @@ from mpslint.server.notebooks import OpenNotebook
 from mpslint.server.pool import JobFailed, Pool
 from mpslint.server.projects import Projects, is_config_file
 from mpslint.server.scheduler import Scheduler
-from mpslint.server.targets import Checked, NotebookTarget, Part, TextTarget, is_checked_notebook, is_python, path_of
+from mpslint.server.targets import Checked, NotebookTarget, Part, TextTarget, is_checked_notebook, is_python, path_of, same_file
 
 logger = logging.getLogger(__name__)
 
@@ -257,11 +257,30 @@ class MpslintServer(LanguageServer):
             self.settings_changed()
             return
         self.scheduler.request(target.key, delay=0)
-        if isinstance(target, TextTarget):
-            # Other open files read this module from disk (analysis/project): what it says may have changed.
-            for key, other in self.targets.items():
-                if key != target.key and isinstance(other, TextTarget):
-                    self.scheduler.request(key, delay=0)
+        if isinstance(target, TextTarget) and target.path is not None:
+            # Other open documents read this module from disk (analysis/project): what it says may have changed.
+            for key in self.readers_of(str(target.path), except_key=target.key):
+                self.scheduler.request(key, delay=0)
+
+    def readers_of(self, path: str, *, except_key: Optional[str] = None) -> List[str]:
+        """The open documents whose findings may depend on the module file at ``path``.
+
+        A check records every module file the project model read to answer it, directly
+        imported or reached through other modules' imports (``depends``, as the result
+        cache keeps). A document is a reader when its last check read ``path``, or when
+        that is not known: never checked, its check failed, or a check of it is due or
+        running (it may have read the file before the save).
+        """
+        wanted = same_file(path)
+        found = []
+        for key in self.targets:
+            if key == except_key:
+                continue
+            latest = self.scheduler.latest(key)
+            reads = latest[1].reads if latest is not None else None
+            if reads is None or not self.scheduler.settled(key) or wanted in {same_file(p) for p in reads}:
+                found.append(key)
+        return found
 
     def close(self, uri: str) -> None:
         """A file or a notebook closed: forget it and clear what it showed (every cell of a notebook)."""
@@ -341,13 +360,14 @@ class MpslintServer(LanguageServer):
         if request is None:  # excluded by the project's config, or a notebook without a Python cell
             return Checked(job.version, parts, job.path, job.settings, [])
         kind, args = request
+        reads: Optional[FrozenSet[str]] = None
         try:
-            diagnostics, parts = job.target.read_check(parts, await self.pool.run(kind, *args))
+            diagnostics, parts, reads = job.target.read_check(parts, await self.pool.run(kind, *args))
         except JobFailed as exc:
             message = f"mpslint: checking {job.path} failed: {exc}"
             self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Error, message=message))
             diagnostics = job.target.place([internal_error(job.path, str(exc))], parts)
-        return Checked(job.version, parts, job.path, job.settings, diagnostics)
+        return Checked(job.version, parts, job.path, job.settings, diagnostics, reads)
 
     def _publish(self, key: str, token: Any, checked: Checked) -> None:
         """Each document's findings, with its own version: a file's, or those of every cell of a notebook.

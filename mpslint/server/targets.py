@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 from urllib.parse import unquote, urlparse
 
 from mpslint.config import Settings
@@ -52,6 +52,11 @@ def path_of(uri: str) -> Optional[Path]:
     if parsed.netloc:
         path = f"//{parsed.netloc}{path}"  # a UNC share
     return Path(path)
+
+
+def same_file(path: str) -> str:
+    """One spelling per file, to compare a path the editor gave with one the project model read."""
+    return os.path.normcase(os.path.realpath(path))
 
 
 def is_python(uri: str, language_id: str) -> bool:
@@ -88,6 +93,8 @@ class Checked:
     path: str
     settings: Optional[Settings]
     diagnostics: List[Diagnostic]
+    # The project's module files the check read (None: unknown, the check failed): saving one re-checks it.
+    reads: Optional[FrozenSet[str]] = frozenset()
     _comments: Dict[str, CommentMap] = field(default_factory=dict, repr=False)
     _by_part: Optional[Dict[str, List[Diagnostic]]] = field(default=None, repr=False)
     _by_uri: Dict[str, Part] = field(default_factory=dict, repr=False)
@@ -158,9 +165,9 @@ class TextTarget:
     def check_request(self, parts: Tuple[Part, ...], path: str, settings: Settings) -> Request:
         return ("check", (parts[0].snapshot.text, path, settings))
 
-    def read_check(self, parts: Tuple[Part, ...], value: Any) -> Tuple[List[Diagnostic], Tuple[Part, ...]]:
-        diagnostics, _parsed = value
-        return list(diagnostics), parts
+    def read_check(self, parts: Tuple[Part, ...], value: Any) -> Tuple[List[Diagnostic], Tuple[Part, ...], FrozenSet[str]]:
+        diagnostics, _parsed, reads = value
+        return list(diagnostics), parts, frozenset(reads)
 
     def place(self, diagnostics: List[Diagnostic], parts: Tuple[Part, ...]) -> List[Diagnostic]:
         return diagnostics
@@ -215,10 +222,10 @@ class NotebookTarget:
         sources = [(p.cell, p.snapshot.text) for p in parts if p.python]
         return ("check_notebook", (sources, path, settings)) if sources else None
 
-    def read_check(self, parts: Tuple[Part, ...], value: Any) -> Tuple[List[Diagnostic], Tuple[Part, ...]]:
-        diagnostics, engine_texts = value
+    def read_check(self, parts: Tuple[Part, ...], value: Any) -> Tuple[List[Diagnostic], Tuple[Part, ...], FrozenSet[str]]:
+        diagnostics, engine_texts, reads = value
         parts = tuple(replace(p, engine_text=engine_texts[p.cell]) if p.cell in engine_texts else p for p in parts)
-        return self.place(list(diagnostics), parts), parts
+        return self.place(list(diagnostics), parts), parts, frozenset(reads)
 
     def place(self, diagnostics: List[Diagnostic], parts: Tuple[Part, ...]) -> List[Diagnostic]:
         """Findings about no cell in particular (mpslint's own failure, MPS900) go to the top of the first code cell."""

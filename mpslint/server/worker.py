@@ -52,14 +52,16 @@ def _read_exactly(stream: BinaryIO, size: int) -> Optional[bytes]:
     return b"".join(chunks)
 
 
-def check(text: str, path: str, settings) -> Tuple[list, bool]:
+def check(text: str, path: str, settings) -> Tuple[list, bool, List[str]]:
+    """The findings, whether Python could parse the text, and the project's module files the check read
+    (the server re-checks the document when one of them is saved)."""
     from mpslint.analysis.project import model
     from mpslint.engine import check_text
 
     # Modules the document imports are read from disk as they are now (summaries stay cached by content).
     model.shared().forget()
     result = check_text(text, path, settings)
-    return result.diagnostics, result.parsed
+    return result.diagnostics, result.parsed, sorted(result.depends)
 
 
 def fix(text: str, path: str, settings, unsafe: bool, newline: str) -> Tuple[str, Counter, Optional[str]]:
@@ -70,18 +72,21 @@ def fix(text: str, path: str, settings, unsafe: bool, newline: str) -> Tuple[str
     return outcome.text, outcome.fixed, outcome.error
 
 
-def check_notebook(sources: List[Tuple[int, str]], path: str, settings) -> Tuple[list, Dict[int, str]]:
+def check_notebook(sources: List[Tuple[int, str]], path: str, settings) -> Tuple[list, Dict[int, str], List[str]]:
     """A notebook's Python cells ``(number, text)`` checked as the command line checks the ``.ipynb``.
 
-    Returns the findings, located in their cells, and for each cell whose text the
+    Returns the findings, located in their cells, for each cell whose text the
     engine read with IPython's escapes replaced, that text (for ``# noqa`` edits,
-    which need to know where the cell's comments are).
+    which need to know where the cell's comments are), and the project's module
+    files the check read.
     """
+    from mpslint.analysis.project import model
     from mpslint.notebook.lint import check_sources, notebook_settings
 
+    model.shared().forget()
     checked = check_sources(sources, path, notebook_settings(settings))
     engine_texts = {c.number: c.python.text for c in checked.program.cells if c.python.text != c.source}
-    return checked.diagnostics, engine_texts
+    return checked.diagnostics, engine_texts, sorted(checked.depends)
 
 
 def fix_notebook(sources: List[Tuple[int, str]], path: str, settings, unsafe: bool) -> Tuple[Dict[int, str], Counter, Optional[str]]:
