@@ -32,6 +32,7 @@ class Outcome(NamedTuple):
     diagnostics: List[Diagnostic]
     error: Optional[str]
     passes: int
+    chooses_mps: bool = False  # the fixed text chooses a device that can be MPS (``entry_points.chooses_mps``)
 
 
 class FixCache:
@@ -60,6 +61,7 @@ class FixCache:
                 [diagnostic_from_json(d) for d in payload["remaining"]],
                 payload["error"],
                 int(payload["passes"]),
+                bool(payload["chooses_mps"]),
             )
         except Exception:  # noqa: BLE001 - missing, corrupt or foreign: a miss
             return None
@@ -73,6 +75,7 @@ class FixCache:
             "remaining": [diagnostic_to_json(d) for d in outcome.diagnostics],
             "error": outcome.error,
             "passes": outcome.passes,
+            "chooses_mps": outcome.chooses_mps,
         }
         target = self._path(key)
         try:

@@ -1,0 +1,283 @@
+"""Per entry point (a script with ``if __name__ == "__main__":``, a notebook): can it reach MPS, or what blocks it.
+
+Static, from the findings a run leaves and the project's imports. An entry point is
+blocked by a blocking finding (``mpslint.blocking``) left in its own file or in any
+project module it imports, directly or through other project modules (found as the
+project model finds them: ``analysis/project/layout.py``); the line names the module,
+the finding's line and where the entry point imports it. With nothing blocking, it can
+reach MPS when it chooses a device that can be MPS (the device picker, an MPS or
+accelerator test), or when a project module it imports does: a script that takes
+``DEVICE`` from ``utils.py`` runs where ``utils.py`` puts it. Otherwise it chooses no
+device. ``mpslint verify --simulate`` is the proof.
+
+Imported modules that the run did not check count for the device choice (their text
+is read) but bring no findings: nothing was checked there. The fix run's summary
+(``output/entry_points.py``) and ``mpslint report`` (``report/collect.py``) both ask
+``entry_points`` here.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass
+from collections import deque
+from typing import Deque, Dict, List, Optional, Sequence, Tuple
+
+from mpslint.blocking import blocks
+from mpslint.diagnostic import Diagnostic
+
+_MAIN = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.MULTILINE)
+_CHOOSES_MPS = re.compile(r"pick_device\(|\bmps\b|torch\.accelerator|current_accelerator|\.device\b")
+# `from utils.device import DEVICE` names a module, not a device: the module it names is followed instead.
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from|import)[ \t][^\n]*", re.MULTILINE)
+MAX_MODULES = 2000  # imported project modules followed from one entry point (a bound for huge monorepos)
+MAX_KEPT = 20  # blockers kept per entry point (an entry point importing a whole library could list thousands)
+
+
+def is_entry_point(display: str, text: Optional[str]) -> bool:
+    if display.endswith(".ipynb"):
+        return True
+    return text is not None and bool(_MAIN.search(text))
+
+
+def chooses_mps(text: Optional[str]) -> bool:
+    """The code chooses a device that can be MPS (the picker, an MPS or accelerator test, a tensor's device)."""
+    return text is not None and bool(_CHOOSES_MPS.search(_IMPORT_LINE.sub("", text)))
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One file of the run, as the run leaves it."""
+
+    display: str
+    text: Optional[str]  # the text after the run (None: read it from ``path`` on disk)
+    remaining: Sequence[Diagnostic]
+    chooses: Optional[bool] = None  # chooses_mps of that text, where the caller knows it and not the text
+    path: Optional[str] = None  # the file on disk, where ``display`` is not its path from here
+
+
+@dataclass(frozen=True)
+class Blocker:
+    code: str
+    module: str  # the file holding the finding, as the run shows it
+    row: int
+    cell: Optional[int]
+    message: str
+    imported_at: Optional[str] = None  # where the entry point imports that module ("line 3", "cell 2 line 1")
+
+    def where(self, entry: str) -> str:
+        place = f"cell {self.cell} line {self.row}" if self.cell else f"line {self.row}"
+        if self.module != entry:
+            place = f"{self.module} {place}"
+        return place
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    display: str
+    reaches: bool
+    blockers: Tuple[Blocker, ...] = ()  # the first MAX_KEPT: its own first, then the nearest modules'
+    device_from: Optional[str] = None  # the imported module that chooses its device (None: itself, or none)
+    chooses: bool = False  # some module (itself or an imported one) chooses a device that can be MPS
+    blocker_count: int = 0  # every blocking finding, kept or not
+
+
+@dataclass
+class _Module:
+    display: str
+    path: str
+    text: Optional[str]
+    remaining: Sequence[Diagnostic] = ()
+    chooses: Optional[bool] = None
+    checked: bool = True
+    imports: Optional[List[Tuple[str, str]]] = None  # (file, ""), resolved once from its summary
+
+
+def entry_points(units: Sequence[Unit]) -> List[EntryPoint]:
+    """Every entry point among ``units``, in the order given."""
+    modules: Dict[str, _Module] = {}
+    order = []
+    for unit in units:
+        path = _real(unit.path or unit.display)
+        text = unit.text if unit.text is not None else _read(path)
+        modules[path] = _Module(unit.display, path, text, unit.remaining, unit.chooses)
+        order.append(modules[path])
+    return [_status(module, modules) for module in order if is_entry_point(module.display, module.text)]
+
+
+REACHES = "can reach MPS"
+NO_DEVICE = "no blocker left; neither it nor a module it imports chooses a device"
+
+
+def said(entry: EntryPoint, max_blockers: int = 3) -> str:
+    """One line on an entry point, as the fix run's summary and the report say it."""
+    if entry.blockers:
+        listed = "; ".join(_where(b, entry.display) for b in entry.blockers[:max_blockers])
+        extra = entry.blocker_count - min(max_blockers, len(entry.blockers))
+        return f"blocked by {listed}" + (f" and {extra} more" if extra > 0 else "")
+    if entry.reaches:
+        return f"{REACHES} (its device is chosen in {entry.device_from})" if entry.device_from else REACHES
+    return NO_DEVICE
+
+
+def _where(blocker: Blocker, entry: str) -> str:
+    message = blocker.message
+    if len(message) > 70:
+        message = message[:69] + "…"
+    imported = f", imported at {blocker.imported_at}" if blocker.imported_at else ""
+    return f"{blocker.code} ({blocker.where(entry)}: {message}{imported})"
+
+
+def _status(entry: _Module, modules: Dict[str, _Module]) -> EntryPoint:
+    blockers: List[Blocker] = [_blocker(d, entry.display) for d in _sorted_blockers(entry.remaining)]
+    device_from: Optional[str] = None
+    own = _chooses(entry)
+    for module, imported_at in _imported(entry, modules):
+        if module.checked:
+            blockers.extend(_blocker(d, module.display, imported_at) for d in _sorted_blockers(module.remaining))
+        if not own and device_from is None and _chooses(module):
+            device_from = module.display
+    chooses = own or device_from is not None
+    return EntryPoint(entry.display, not blockers and chooses, tuple(blockers[:MAX_KEPT]), device_from, chooses,
+                      len(blockers))
+
+
+def _imported(entry: _Module, modules: Dict[str, _Module]) -> List[Tuple[_Module, str]]:
+    """The project modules ``entry`` imports, nearest first, each with where ``entry`` starts the chain to it."""
+    seen = {entry.path}
+    order: List[Tuple[_Module, str]] = []
+    queue: Deque[Tuple[_Module, Optional[str]]] = deque([(entry, None)])
+    while queue and len(order) < MAX_MODULES:
+        module, first = queue.popleft()
+        for path, where in _imports_of(module, entry=first is None):
+            if path in seen:
+                continue
+            seen.add(path)
+            target = modules.get(path)
+            if target is None:
+                target = modules[path] = _Module(_shown(path), path, _read(path), checked=False)
+            hop = first or where
+            order.append((target, hop))
+            queue.append((target, hop))
+    return order
+
+
+def _imports_of(module: _Module, entry: bool) -> List[Tuple[str, str]]:
+    """(file, where) of each project module ``module`` imports, with the packages above it.
+
+    The entry point's own imports are read from its code, anywhere in it (a ``main()`` importing its trainer
+    counts), with their lines; a module it reaches is read from its summary in the project model (cached
+    by content: no parse on a warm run), whose imports are the top-level ones.
+    """
+    if module.imports is not None and not entry:
+        return module.imports
+    from mpslint.analysis.project import layout
+    from mpslint.analysis.project.model import roots_of, shared
+
+    found: List[Tuple[str, str]] = []
+    if module.text is None or not os.path.isfile(module.path):
+        return found
+    dotted, is_package, roots = roots_of(module.path)
+    names: List[Tuple[str, str]] = []  # (absolute dotted name, where)
+    if entry:
+        for cell, tree in _python_parts(module.display, module.text):
+            for node in ast.walk(tree):
+                where = f"cell {cell} line {getattr(node, 'lineno', 0)}" if cell is not None \
+                    else f"line {getattr(node, 'lineno', 0)}"
+                if type(node) is ast.Import:
+                    names.extend((alias.name, where) for alias in node.names)
+                elif type(node) is ast.ImportFrom:
+                    base = layout.absolute(dotted, is_package, node.level, node.module or "")
+                    if base is not None:
+                        names.append((base, where))
+                        names.extend((f"{base}.{alias.name}", where) for alias in node.names if alias.name != "*")
+    else:
+        summary = shared().summary_at(module.path)
+        if summary is not None:
+            for spec in summary.imports.values():
+                if spec[0] == "import":
+                    names.append((spec[1], ""))
+                    continue
+                base = layout.absolute(dotted, is_package, spec[1], spec[2])
+                if base is not None:
+                    names += [(base, ""), (f"{base}.{spec[3]}", "")]
+            for level, name in summary.stars:
+                base = layout.absolute(dotted, is_package, level, name)
+                if base is not None:
+                    names.append((base, ""))
+    for name, where in names:
+        parts = name.split(".")
+        for end in range(1, len(parts) + 1):  # `import a.b.c` runs a, a.b and a.b.c
+            path = layout.find(roots, ".".join(parts[:end]))
+            if path is not None:
+                found.append((_real(path), where))
+    if not entry:
+        module.imports = found
+    return found
+
+
+def _python_parts(display: str, text: str) -> List[Tuple[Optional[int], ast.AST]]:
+    """The parsed code of a file (cell None) or of each code cell of a notebook."""
+    if not display.endswith(".ipynb"):
+        try:
+            return [(None, ast.parse(text))]
+        except (SyntaxError, ValueError):
+            return []
+    from mpslint.notebook.document import Notebook, NotebookError
+    from mpslint.notebook.ipython import as_python
+    from mpslint.notebook.lint import python_sources
+
+    try:
+        sources = python_sources(Notebook.parse(text))
+    except NotebookError:
+        return []
+    parts: List[Tuple[Optional[int], ast.AST]] = []
+    for number, source in sources:
+        try:
+            parts.append((number, ast.parse(as_python(source, parse=False).text)))
+        except (SyntaxError, ValueError):
+            continue
+    return parts
+
+
+def _chooses(module: _Module) -> bool:
+    return module.chooses if module.chooses is not None else chooses_mps(module.text)
+
+
+def _sorted_blockers(remaining: Sequence[Diagnostic]) -> List[Diagnostic]:
+    return sorted((d for d in remaining if blocks(d.code)), key=Diagnostic.sort_key)
+
+
+def _blocker(d: Diagnostic, module: str, imported_at: Optional[str] = None) -> Blocker:
+    return Blocker(d.code, module, d.location.row, d.cell or None, d.message.split(";", 1)[0], imported_at)
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    from mpslint.source import SourceText
+
+    try:
+        return SourceText.decode(data).text
+    except Exception:  # noqa: BLE001 - an undecodable module says nothing about the device
+        return None
+
+
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def _shown(path: str) -> str:
+    """An imported module's path as the run shows paths: relative to the working directory where it can be."""
+    from mpslint.files import shown
+
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive
+        relative = path
+    return shown(relative.replace(os.sep, "/") if not relative.startswith("..") else path)
