@@ -6,9 +6,12 @@ project module it imports, directly or through other project modules (found as t
 project model finds them: ``analysis/project/layout.py``); the line names the module,
 the finding's line and where the entry point imports it. With nothing blocking, it can
 reach MPS when it chooses a device that can be MPS (the device picker, an MPS or
-accelerator test), or when a project module it imports does: a script that takes
-``DEVICE`` from ``utils.py`` runs where ``utils.py`` puts it. Otherwise it chooses no
-device. ``mpslint verify --simulate`` is the proof.
+accelerator test) or follows its tensors' devices (``x.device``), or when it imports
+a device (or a model placed on one) from a project module that chooses one: a script
+that takes ``DEVICE`` (or ``get_device()``) from ``utils.py`` runs where ``utils.py``
+puts it. Which imported names are devices is the project model's answer
+(``facts.DEVICE``/``DEVICE_TENSOR`` in the module's summary); a module that only mentions MPS gives its importers no device. Otherwise it
+chooses no device. ``mpslint verify --simulate`` is the proof.
 
 Imported modules that the run did not check count for the device choice (their text
 is read) but bring no findings: nothing was checked there. The fix run's summary
@@ -29,7 +32,12 @@ from mpslint.blocking import blocks
 from mpslint.diagnostic import Diagnostic
 
 _MAIN = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.MULTILINE)
-_CHOOSES_MPS = re.compile(r"pick_device\(|\bmps\b|torch\.accelerator|current_accelerator|\.device\b")
+# A device choice that knows MPS (the picker, an MPS or accelerator test)...
+_CHOOSES_MPS = re.compile(r"pick_device\(|\bmps\b|torch\.accelerator|current_accelerator")
+# ... or, in the entry point itself, code that follows a tensor's or a model's device (`x.device`): it runs where
+# its inputs are. A module that only follows devices chooses none for the scripts that import it.
+_FOLLOWS_DEVICE = re.compile(r"\.device\b")
+NO_CHOICE, FOLLOWS, CHOOSES = 0, 1, 2
 # `from utils.device import DEVICE` names a module, not a device: the module it names is followed instead.
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from|import)[ \t][^\n]*", re.MULTILINE)
 MAX_MODULES = 2000  # imported project modules followed from one entry point (a bound for huge monorepos)
@@ -42,9 +50,14 @@ def is_entry_point(display: str, text: Optional[str]) -> bool:
     return text is not None and bool(_MAIN.search(text))
 
 
-def chooses_mps(text: Optional[str]) -> bool:
-    """The code chooses a device that can be MPS (the picker, an MPS or accelerator test, a tensor's device)."""
-    return text is not None and bool(_CHOOSES_MPS.search(_IMPORT_LINE.sub("", text)))
+def device_choice(text: Optional[str]) -> int:
+    """CHOOSES: the code chooses a device that can be MPS; FOLLOWS: it only follows a tensor's device; NO_CHOICE."""
+    if text is None:
+        return NO_CHOICE
+    code = _IMPORT_LINE.sub("", text)
+    if _CHOOSES_MPS.search(code):
+        return CHOOSES
+    return FOLLOWS if _FOLLOWS_DEVICE.search(code) else NO_CHOICE
 
 
 @dataclass(frozen=True)
@@ -54,7 +67,7 @@ class Unit:
     display: str
     text: Optional[str]  # the text after the run (None: read it from ``path`` on disk)
     remaining: Sequence[Diagnostic]
-    chooses: Optional[bool] = None  # chooses_mps of that text, where the caller knows it and not the text
+    chooses: Optional[int] = None  # device_choice of that text, where the caller knows it and not the text
     path: Optional[str] = None  # the file on disk, where ``display`` is not its path from here
 
 
@@ -90,7 +103,7 @@ class _Module:
     path: str
     text: Optional[str]
     remaining: Sequence[Diagnostic] = ()
-    chooses: Optional[bool] = None
+    chooses: Optional[int] = None
     checked: bool = True
     imports: Optional[List[Tuple[str, str]]] = None  # (file, ""), resolved once from its summary
 
@@ -133,12 +146,16 @@ def _where(blocker: Blocker, entry: str) -> str:
 def _status(entry: _Module, modules: Dict[str, _Module]) -> EntryPoint:
     blockers: List[Blocker] = [_blocker(d, entry.display) for d in _sorted_blockers(entry.remaining)]
     device_from: Optional[str] = None
-    own = _chooses(entry)
+    own = _choice(entry) != NO_CHOICE
     for module, imported_at in _imported(entry, modules):
         if module.checked:
             blockers.extend(_blocker(d, module.display, imported_at) for d in _sorted_blockers(module.remaining))
-        if not own and device_from is None and _chooses(module):
-            device_from = module.display
+    if not own:
+        for path in _device_sources(entry):
+            module = modules.get(path) or modules.setdefault(path, _Module(_shown(path), path, _read(path), checked=False))
+            if _choice(module) == CHOOSES:
+                device_from = module.display
+                break
     chooses = own or device_from is not None
     return EntryPoint(entry.display, not blockers and chooses, tuple(blockers[:MAX_KEPT]), device_from, chooses,
                       len(blockers))
@@ -162,6 +179,62 @@ def _imported(entry: _Module, modules: Dict[str, _Module]) -> List[Tuple[_Module
             order.append((target, hop))
             queue.append((target, hop))
     return order
+
+
+def _device_sources(entry: _Module) -> List[str]:
+    """The project modules that define a device, or something placed on one, that the entry point imports by name.
+
+    ``from pkg.dev import DEVICE``, ``from utils import get_device``, ``import utils`` then ``utils.DEVICE``,
+    ``from train import model`` (a model placed there): names whose value (or return) the project model's
+    summary says is a device or lives on one, followed through re-exports.
+    Importing a module that merely mentions MPS (an ``empty_cache`` helper) gives the entry point no device.
+    """
+    from mpslint.analysis.project import layout
+    from mpslint.analysis.project.facts import DEVICE, DEVICE_TENSOR
+    from mpslint.analysis.project.model import roots_of, shared
+    from mpslint.analysis.syntax import dotted_name
+
+    if entry.text is None or not os.path.isfile(entry.path):
+        return []
+    dotted, is_package, roots = roots_of(entry.path)
+    wanted: List[Tuple[str, str]] = []  # (module, name)
+    aliases: Dict[str, str] = {}  # local name -> the module it is bound to
+    trees = [tree for _, tree in _python_parts(entry.display, entry.text)]
+    for tree in trees:
+        for node in ast.walk(tree):
+            if type(node) is ast.ImportFrom:
+                base = layout.absolute(dotted, is_package, node.level, node.module or "")
+                if base is not None:
+                    for alias in node.names:
+                        wanted.append((base, alias.name))
+                        aliases[alias.asname or alias.name] = f"{base}.{alias.name}"  # a submodule, if it is one
+            elif type(node) is ast.Import:
+                for alias in node.names:
+                    local = alias.asname or alias.name.split(".", 1)[0]
+                    aliases[local] = alias.name if alias.asname else local
+    for tree in trees:
+        for node in ast.walk(tree):
+            if type(node) is ast.Attribute and type(node.ctx) is ast.Load:
+                parts = (dotted_name(node) or "").split(".")
+                if len(parts) >= 2 and parts[0] in aliases:
+                    wanted.append((".".join([aliases[parts[0]], *parts[1:-1]]), parts[-1]))
+    found: List[str] = []
+    project = shared()
+    for module, name in dict.fromkeys(wanted):
+        for _ in range(8):  # re-exports followed this far
+            path = layout.find(roots, module)
+            summary = project.summary_at(path) if path is not None else None
+            if summary is None:
+                break
+            if {summary.values.get(name), summary.functions.get(name)} & {DEVICE, DEVICE_TENSOR}:
+                found.append(_real(path))  # type: ignore[arg-type]
+                break
+            spec = summary.imports.get(name)
+            if spec is None or spec[0] != "from":
+                break
+            here, here_package, _ = roots_of(path)  # type: ignore[arg-type]
+            module, name = layout.absolute(here, here_package, spec[1], spec[2]) or "", spec[3]
+    return list(dict.fromkeys(found))
 
 
 def _imports_of(module: _Module, entry: bool) -> List[Tuple[str, str]]:
@@ -242,8 +315,10 @@ def _python_parts(display: str, text: str) -> List[Tuple[Optional[int], ast.AST]
     return parts
 
 
-def _chooses(module: _Module) -> bool:
-    return module.chooses if module.chooses is not None else chooses_mps(module.text)
+def _choice(module: _Module) -> int:
+    if module.chooses is None:
+        module.chooses = device_choice(module.text)
+    return module.chooses
 
 
 def _sorted_blockers(remaining: Sequence[Diagnostic]) -> List[Diagnostic]:

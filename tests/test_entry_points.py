@@ -155,3 +155,34 @@ def test_a_module_outside_the_project_is_not_followed(tmp_path, monkeypatch):
     (tmp_path / "elsewhere" / "helpers.py").write_text(DEVICE_MODULE, encoding="utf-8")
     lines = _lines(tmp_path, {"app/script.py": NO_DEVICE_SCRIPT})
     assert lines[1] == "  app/script.py: no blocker left; neither it nor a module it imports chooses a device"
+
+
+def test_a_module_that_only_follows_its_tensors_devices_chooses_none_for_its_importers(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    loss = "import torch\n\n\ndef loss(z):\n    return torch.zeros(len(z)).to(z.device).sum()\n"
+    lines = _lines(tmp_path, {"losses.py": loss, "script.py": NO_DEVICE_SCRIPT.replace("helpers", "losses")})
+    assert lines[1] == "  script.py: no blocker left; neither it nor a module it imports chooses a device"
+    # in the entry point itself, following its tensors' devices is where it runs
+    lines = _lines(tmp_path, {"own.py": "import torch\n\nif __name__ == '__main__':\n    x = torch.ones(1)\n"
+                                        "    print(torch.zeros(1).to(x.device))\n"}, "own.py")
+    assert lines[1] == "  own.py: can reach MPS"
+
+
+def test_importing_a_module_that_mentions_mps_but_gives_no_device_is_no_device(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    cache = ("import torch\n\n\ndef empty_cache(device):\n    if device.type == 'cuda':\n        torch.cuda.empty_cache()\n"
+             "    elif device.type == 'mps':\n        torch.mps.empty_cache()\n")
+    script = "from helpers import empty_cache\n\nif __name__ == '__main__':\n    print(empty_cache)\n"
+    lines = _lines(tmp_path, {"helpers.py": cache, "script.py": script})
+    assert lines[1] == "  script.py: no blocker left; neither it nor a module it imports chooses a device"
+
+
+def test_a_device_function_reached_through_a_module_alias_and_a_re_export(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    files = {
+        "util/__init__.py": "from util.hw import get_device\n",
+        "util/hw.py": DEVICE_MODULE + "\n\ndef get_device():\n    return pick_device()\n",
+        "main.py": "import util\n\nif __name__ == '__main__':\n    print(util.get_device())\n",
+    }
+    lines = _lines(tmp_path, files, "main.py")
+    assert lines[1] == "  main.py: can reach MPS (its device is chosen in util/hw.py)"

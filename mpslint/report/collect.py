@@ -92,7 +92,7 @@ def collect(
 
 def _fix_runs(files: Sequence[FileSpec], diagnostics: Dict[str, List[Diagnostic]], fix_cache=None):
     """Two maps display -> (fixes per code, remaining diagnostics), for --fix and for --fix --unsafe-fixes, and
-    one display -> whether the text --fix leaves chooses a device that can be MPS (for the entry points).
+    one display -> what the text --fix leaves does about the device (for the entry points).
 
     Only files with an applicable fix go through the fixer. It starts from the check's diagnostics
     (``first_check``) instead of checking each file again, which is all ``mpslint --fix`` does in
@@ -105,7 +105,7 @@ def _fix_runs(files: Sequence[FileSpec], diagnostics: Dict[str, List[Diagnostic]
 
     safe: Dict[str, FixResult] = {}
     unsafe: Dict[str, FixResult] = {}
-    chooses: Dict[str, bool] = {}  # whether the text `--fix` leaves chooses a device that can be MPS
+    chooses: Dict[str, int] = {}  # what the text `--fix` leaves does about the device (entry_points.device_choice)
     for path, display, settings in files:
         found = diagnostics.get(display, ())
         if any(fix_applicable(d, False) for d in found):
@@ -113,7 +113,7 @@ def _fix_runs(files: Sequence[FileSpec], diagnostics: Dict[str, List[Diagnostic]
             if outcome is None:
                 continue  # as under `mpslint --fix`, a file the fixer fails on is not fixed
             safe[display] = (outcome.fixed, outcome.diagnostics)
-            chooses[display] = outcome.chooses_mps
+            chooses[display] = outcome.device_choice
             if outcome.passes <= 1 and outcome.error is None and not _has_unsafe_fix(found) \
                     and not _has_unsafe_fix(outcome.diagnostics):
                 unsafe[display] = safe[display]
@@ -133,7 +133,7 @@ def _has_unsafe_fix(found: Sequence[Diagnostic]) -> bool:
 
 
 def _fix(path: str, display: str, settings: Settings, found: Sequence[Diagnostic], *, unsafe: bool, fix_cache):
-    from mpslint.entry_points import chooses_mps
+    from mpslint.entry_points import device_choice
     from mpslint.report.fixcache import Outcome
     from mpslint.runner import read_file
 
@@ -148,7 +148,7 @@ def _fix(path: str, display: str, settings: Settings, found: Sequence[Diagnostic
 
             fixed_cells = fix_notebook(data, display, settings, unsafe=unsafe)  # cell by cell, as `--fix` does
             outcome = Outcome(fixed_cells.fixed, fixed_cells.check.diagnostics, fixed_cells.error, fixed_cells.passes,
-                              chooses_mps("\n".join(fixed_cells.sources.values())))
+                              device_choice("\n".join(fixed_cells.sources.values())))
         else:
             from mpslint.fixer import fix_text
             from mpslint.source import SourceText
@@ -156,7 +156,7 @@ def _fix(path: str, display: str, settings: Settings, found: Sequence[Diagnostic
             source = SourceText.decode(data)
             fixed = fix_text(source.text, display, settings, unsafe=unsafe, newline=source.newline,
                              first_check=list(found))
-            outcome = Outcome(fixed.fixed, fixed.diagnostics, fixed.error, fixed.passes, chooses_mps(fixed.text))
+            outcome = Outcome(fixed.fixed, fixed.diagnostics, fixed.error, fixed.passes, device_choice(fixed.text))
         if key is not None:
             fix_cache.put(key, outcome)
         return outcome

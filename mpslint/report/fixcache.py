@@ -32,7 +32,7 @@ class Outcome(NamedTuple):
     diagnostics: List[Diagnostic]
     error: Optional[str]
     passes: int
-    chooses_mps: bool = False  # the fixed text chooses a device that can be MPS (``entry_points.chooses_mps``)
+    device_choice: int = 0  # what the fixed text does about the device (``entry_points.device_choice``)
 
 
 class FixCache:
@@ -61,7 +61,7 @@ class FixCache:
                 [diagnostic_from_json(d) for d in payload["remaining"]],
                 payload["error"],
                 int(payload["passes"]),
-                bool(payload["chooses_mps"]),
+                int(payload["device_choice"]),
             )
         except Exception:  # noqa: BLE001 - missing, corrupt or foreign: a miss
             return None
@@ -75,7 +75,7 @@ class FixCache:
             "remaining": [diagnostic_to_json(d) for d in outcome.diagnostics],
             "error": outcome.error,
             "passes": outcome.passes,
-            "chooses_mps": outcome.chooses_mps,
+            "device_choice": outcome.device_choice,
         }
         target = self._path(key)
         try:
