@@ -47,7 +47,7 @@ MAX_KEPT = 20  # blockers kept per entry point (an entry point importing a whole
 def is_entry_point(display: str, text: Optional[str]) -> bool:
     if display.endswith(".ipynb"):
         return True
-    return text is not None and bool(_MAIN.search(text))
+    return text is not None and "__main__" in text and bool(_MAIN.search(text))
 
 
 def device_choice(text: Optional[str]) -> int:
@@ -335,16 +335,22 @@ def _read(path: str) -> Optional[str]:
             data = handle.read()
     except OSError:
         return None
+    try:
+        return data.decode("utf-8-sig")  # most files: a plain decode is enough for the imports and the device
+    except UnicodeDecodeError:
+        pass
     from mpslint.source import SourceText
 
     try:
-        return SourceText.decode(data).text
+        return SourceText.decode(data).text  # a coding cookie
     except Exception:  # noqa: BLE001 - an undecodable module says nothing about the device
         return None
 
 
 def _real(path: str) -> str:
-    return os.path.realpath(path)
+    # abspath, not realpath: layout finds modules under roots made from these same paths, and resolving
+    # every path's symlinks costs more than the rest of the summary on a large tree.
+    return os.path.abspath(path)
 
 
 def _shown(path: str) -> str:
