@@ -186,3 +186,26 @@ def test_a_device_function_reached_through_a_module_alias_and_a_re_export(tmp_pa
     }
     lines = _lines(tmp_path, files, "main.py")
     assert lines[1] == "  main.py: can reach MPS (its device is chosen in util/hw.py)"
+
+
+def test_a_notebook_is_blocked_by_a_module_its_cells_import(tmp_path, monkeypatch):
+    import json
+
+    enter(tmp_path, monkeypatch)
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# notes\n"]},
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": ["%matplotlib inline\n", "import torch\n", "from streams import side_stream\n"]},
+    ]
+    notebook = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "language": "python"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "explore.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    (tmp_path / "streams.py").write_text(STREAMS, encoding="utf-8")
+    from mpslint.config import Settings
+    from mpslint.engine import check_text
+    from mpslint.output.entry_points import entry_point_lines
+
+    lines = entry_point_lines([("streams.py", STREAMS, check_text(STREAMS, "streams.py", Settings()).diagnostics),
+                               ("explore.ipynb", None, [])])
+    assert lines[1].startswith("  explore.ipynb: blocked by MPS108 (streams.py line 5: ")
+    assert lines[1].endswith(", imported at cell 2 line 3)")
