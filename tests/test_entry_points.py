@@ -39,9 +39,9 @@ def test_a_fix_run_names_each_entry_point(tmp_path, monkeypatch):
         (tmp_path / name).write_text(text, encoding="utf-8")
     result = run("--fix", "--no-cache", ".")
     tail = result.output[result.output.index("Entry points:"):].splitlines()
-    assert tail[0].startswith("Entry points: 1 of 3 can reach MPS")
+    assert tail[0].startswith("Entry points: 2 of 3 can reach MPS")
     assert tail[1].startswith("  dist.py: blocked by MPS108 (line 16: DistributedDataParallel/FSDP of a model")
-    assert tail[2] == "  launch.py: no blocker left; it chooses no device itself"
+    assert tail[2] == "  launch.py: can reach MPS (its device is chosen in train.py)"
     assert tail[3] == "  train.py: can reach MPS"
     assert "lib.py" not in result.output[result.output.index("Entry points:"):]  # not an entry point
 
@@ -67,3 +67,145 @@ def test_what_is_an_entry_point():
     assert not is_entry_point("a.py", "def main():\n    if __name__ == '__main__':\n        pass\n")  # not top level
     assert not is_entry_point("a.py", "print('__main__')\n")
     assert entry_point_lines([("lib.py", LIBRARY, [])]) == []
+
+
+# --- across the project's imports ---------------------------------------------------------------
+
+DEVICE_MODULE = """\
+import torch
+
+
+def pick_device():
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+DEVICE = pick_device()
+"""
+USES_DEVICE = "import torch\nfrom common.device import DEVICE\n\nif __name__ == '__main__':\n    print(torch.ones(1).to(DEVICE))\n"
+NO_DEVICE_SCRIPT = "import torch\nimport helpers\n\nif __name__ == '__main__':\n    print(helpers.double(torch.ones(1)))\n"
+HELPERS = "def double(x):\n    return x * 2\n"
+STREAMS = "import torch\n\n\ndef side_stream():\n    return torch.cuda.Stream()\n"
+
+
+def _lines(tmp_path, files, *args):
+    for name, text in files.items():
+        target = tmp_path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    from mpslint.output.entry_points import entry_point_lines
+    from mpslint.engine import check_text
+    from mpslint.config import Settings
+
+    results = []
+    for name in args or files:
+        text = (tmp_path / name).read_text(encoding="utf-8")
+        results.append((name, text, check_text(text, name, Settings()).diagnostics))
+    return entry_point_lines(results)
+
+
+def test_the_device_chosen_in_an_imported_package_module_reaches_mps(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    lines = _lines(tmp_path, {"common/__init__.py": "", "common/device.py": DEVICE_MODULE, "train.py": USES_DEVICE})
+    assert lines[0].startswith("Entry points: 1 of 1 can reach MPS")
+    assert lines[1] == "  train.py: can reach MPS (its device is chosen in common/device.py)"
+
+
+def test_a_module_the_run_did_not_check_still_tells_the_device(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    # only train.py is in the run: common/device.py is read for its device choice, not checked
+    lines = _lines(tmp_path, {"common/__init__.py": "", "common/device.py": DEVICE_MODULE, "train.py": USES_DEVICE},
+                   "train.py")
+    assert lines[1] == "  train.py: can reach MPS (its device is chosen in common/device.py)"
+
+
+def test_a_blocker_in_a_module_imported_through_another_names_the_module_and_both_lines(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/streams.py": STREAMS,
+        "pkg/model.py": "import torch\n\nfrom pkg.streams import side_stream\n",
+        "run.py": "import sys\n\nfrom pkg import model\n\nif __name__ == '__main__':\n    print(model.torch.mps)\n",
+    }
+    lines = _lines(tmp_path, files)
+    assert lines[0].startswith("Entry points: 0 of 1 can reach MPS")
+    assert lines[1].startswith("  run.py: blocked by MPS108 (pkg/streams.py line 5: ")
+    assert lines[1].endswith(", imported at line 3)")
+
+
+def test_an_unrelated_module_and_an_import_cycle_change_nothing(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    files = {
+        "streams.py": STREAMS,  # blocked, but nobody imports it
+        "helpers.py": "import script\n\n" + HELPERS,  # imports the entry point back: a cycle
+        "script.py": NO_DEVICE_SCRIPT,
+    }
+    lines = _lines(tmp_path, files)
+    assert lines == ["Entry points: 0 of 1 can reach MPS (static; `mpslint verify --simulate` runs one).",
+                     "  script.py: no blocker left; neither it nor a module it imports chooses a device"]
+
+
+def test_a_module_outside_the_project_is_not_followed(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "helpers.py").write_text(DEVICE_MODULE, encoding="utf-8")
+    lines = _lines(tmp_path, {"app/script.py": NO_DEVICE_SCRIPT})
+    assert lines[1] == "  app/script.py: no blocker left; neither it nor a module it imports chooses a device"
+
+
+def test_a_module_that_only_follows_its_tensors_devices_chooses_none_for_its_importers(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    loss = "import torch\n\n\ndef loss(z):\n    return torch.zeros(len(z)).to(z.device).sum()\n"
+    lines = _lines(tmp_path, {"losses.py": loss, "script.py": NO_DEVICE_SCRIPT.replace("helpers", "losses")})
+    assert lines[1] == "  script.py: no blocker left; neither it nor a module it imports chooses a device"
+    # in the entry point itself, following its tensors' devices is where it runs
+    lines = _lines(tmp_path, {"own.py": "import torch\n\nif __name__ == '__main__':\n    x = torch.ones(1)\n"
+                                        "    print(torch.zeros(1).to(x.device))\n"}, "own.py")
+    assert lines[1] == "  own.py: can reach MPS"
+
+
+def test_importing_a_module_that_mentions_mps_but_gives_no_device_is_no_device(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    cache = ("import torch\n\n\ndef empty_cache(device):\n    if device.type == 'cuda':\n        torch.cuda.empty_cache()\n"
+             "    elif device.type == 'mps':\n        torch.mps.empty_cache()\n")
+    script = "from helpers import empty_cache\n\nif __name__ == '__main__':\n    print(empty_cache)\n"
+    lines = _lines(tmp_path, {"helpers.py": cache, "script.py": script})
+    assert lines[1] == "  script.py: no blocker left; neither it nor a module it imports chooses a device"
+
+
+def test_a_device_function_reached_through_a_module_alias_and_a_re_export(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    files = {
+        "util/__init__.py": "from util.hw import get_device\n",
+        "util/hw.py": DEVICE_MODULE + "\n\ndef get_device():\n    return pick_device()\n",
+        "main.py": "import util\n\nif __name__ == '__main__':\n    print(util.get_device())\n",
+    }
+    lines = _lines(tmp_path, files, "main.py")
+    assert lines[1] == "  main.py: can reach MPS (its device is chosen in util/hw.py)"
+
+
+def test_a_notebook_is_blocked_by_a_module_its_cells_import(tmp_path, monkeypatch):
+    import json
+
+    enter(tmp_path, monkeypatch)
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# notes\n"]},
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": ["%matplotlib inline\n", "import torch\n", "from streams import side_stream\n"]},
+    ]
+    notebook = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "language": "python"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "explore.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    (tmp_path / "streams.py").write_text(STREAMS, encoding="utf-8")
+    from mpslint.config import Settings
+    from mpslint.engine import check_text
+    from mpslint.output.entry_points import entry_point_lines
+
+    lines = entry_point_lines([("streams.py", STREAMS, check_text(STREAMS, "streams.py", Settings()).diagnostics),
+                               ("explore.ipynb", None, [])])
+    assert lines[1].startswith("  explore.ipynb: blocked by MPS108 (streams.py line 5: ")
+    assert lines[1].endswith(", imported at cell 2 line 3)")

@@ -412,3 +412,79 @@ def test_the_header_says_which_torch_fixes_and_checks_assume_as_check_does(tmp_p
     assert "Fixes target torch 2.0" in run("--fix", "--diff", "a.py").stderr
     (tmp_path / "requirements.txt").write_text("torch>=2.4\n", encoding="utf-8")
     assert report(".")["fix_floors"] == ["2.4"]
+
+
+# ------------------------------------------------------------------ entry points (issue 25 item 6)
+
+ENTRY_PROJECT = {
+    "pkg/__init__.py": "",
+    "pkg/streams.py": "import torch\n\n\ndef side_stream():\n    return torch.cuda.Stream()\n",
+    "pkg/dev.py": 'import torch\n\nDEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
+    # blocked through an import, though its own code is clean after the fix
+    "train.py": "import torch\nfrom pkg.streams import side_stream\n\nif __name__ == '__main__':\n"
+                "    print(torch.ones(2).cuda(), side_stream)\n",
+    # its device comes from pkg/dev.py, which --fix makes choose MPS too
+    "serve.py": "from pkg.dev import DEVICE\n\nif __name__ == '__main__':\n    print(DEVICE)\n",
+    "plain.py": "import json\n\nif __name__ == '__main__':\n    print(json.dumps(1))\n",
+    "lib.py": "import torch\n\n\ndef move(x):\n    return x.cuda()\n",  # not an entry point
+}
+
+
+@pytest.fixture
+def entry_project(tmp_path, monkeypatch):
+    for name, text in ENTRY_PROJECT.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return enter(tmp_path, monkeypatch)
+
+
+def test_the_report_says_of_each_entry_point_what_the_fix_run_then_says(entry_project):
+    data = report(".", "--no-cache")
+    rows = {r["path"]: r for r in data["entry_points"]}
+    assert sorted(rows) == ["plain.py", "serve.py", "train.py"]
+    assert [r["path"] for r in data["entry_points"]] == ["plain.py", "train.py", "serve.py"]  # blocked ones first
+    assert rows["train.py"]["reaches"] is False
+    assert rows["train.py"]["blockers"] == [{
+        "code": "MPS108", "path": "pkg/streams.py", "row": 5, "cell": None, "imported_at": "line 2",
+        "message": "`torch.cuda.Stream` has no MPS equivalent (MPS has a single command queue: there are no extra streams)",
+    }]
+    assert rows["serve.py"]["reaches"] is True and rows["serve.py"]["device_from"] == "pkg/dev.py"
+    assert rows["plain.py"]["reaches"] is False and rows["plain.py"]["blockers"] == []
+    # The fix run, afterwards, says the same of each, word for word.
+    fixed = run("--fix", "--no-cache", ".")
+    tail = fixed.output[fixed.output.index("Entry points:"):].splitlines()
+    assert tail[0].startswith("Entry points: 1 of 3 can reach MPS")
+    assert tail[1:] == [f"  {r['path']}: {r['status']}" for r in data["entry_points"]]
+
+
+def test_markdown_has_an_entry_point_table_naming_the_blocking_module(entry_project):
+    text = report(".", "--no-cache", fmt="markdown")
+    section = text[text.index("### Entry points"):text.index("### Where")]
+    assert "1 of 3 entry points" in section
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    assert [row.split(" | ")[0] for row in rows] == ["| `plain.py`", "| `train.py`", "| `serve.py`"]
+    assert "| blocked | [MPS108](" in rows[1] and "`pkg/streams.py:5`" in rows[1] and "(imported at line 2)" in rows[1]
+    assert rows[2].endswith("| can reach MPS | can reach MPS (its device is chosen in pkg/dev.py) |")
+    assert "| no device chosen |" in rows[0]
+
+
+def test_html_has_an_entry_point_section_linked_from_the_contents(entry_project):
+    page = report(".", "--no-cache", fmt="html")
+    parsed = Tags()
+    parsed.feed(page)
+    assert "entry-points" in parsed.ids
+    assert any(attrs.get("href") == "#entry-points" for _, attrs in parsed.tags)
+    section = page[page.index('<section id="entry-points">'):]
+    section = section[:section.index("</section>")]
+    assert '<span class="badge fail">blocked</span>' in section
+    assert '<a href="#rule-MPS108">MPS108</a> <span class="loc">pkg/streams.py:5</span>' in section
+    assert "(imported at line 2)" in section
+    assert "can reach MPS (its device is chosen in pkg/dev.py)" in section
+
+
+def test_a_tree_without_entry_points_says_so(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    (tmp_path / "lib.py").write_text(ENTRY_PROJECT["lib.py"], encoding="utf-8")
+    assert report(".", "--no-cache")["entry_points"] == []
+    assert "### Entry points" not in report(".", "--no-cache", fmt="markdown")
+    assert "No entry point" in report(".", "--no-cache", fmt="html")

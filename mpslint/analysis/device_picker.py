@@ -10,6 +10,9 @@ In order of preference, a fix uses:
    function, the ``self.device`` its class keeps, or ``accelerator.device`` of an
    ``accelerate.Accelerator``. A function that takes a device and hard-codes
    ``.cuda()`` is half-migrated: its author meant that device;
+2b. ``feat.device``, for a new tensor the function then mixes with its tensor
+   argument ``feat`` in an op that needs both on one device
+   (``analysis/argument_device.py`` says when that is CUDA's device exactly);
 3. in a module that places nothing when it is imported (a library module, or a
    script whose placement sits in functions and under ``if __name__ == "__main__":``),
    a local ``device = pick_device()`` at the top of the function or ``__main__``
@@ -40,6 +43,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 
+from mpslint.analysis.argument_device import ArgumentDevices
 from mpslint.analysis.cuda_context import CudaContext, is_compound, is_cuda_literal
 from mpslint.analysis.package_helper import package_helper
 from mpslint.analysis.syntax import dotted_name, is_main_guard, parameters, string_value, target_names
@@ -161,6 +165,8 @@ class DevicePicker:
         # scope -> name -> (statement index, prefers CUDA, holds a str), for every assignment of the name
         self.scopes: Dict[ast.AST, Dict[str, List[Tuple[int, bool, bool]]]] = {}
         self.params: Dict[ast.AST, Set[str]] = {}
+        # scope -> device name -> (statement index, value) of its plain assignments
+        self._device_values: Dict[ast.AST, Dict[str, List[Tuple[int, ast.AST]]]] = {}
         self._index_assignments()
         # scope -> (name, first assignment, holds a str) of the names every assignment of which prefers CUDA,
         # `device` first: the only names a fix can reuse, found without looking at the others.
@@ -232,6 +238,9 @@ class DevicePicker:
         chosen = self.chosen_device(node)
         if chosen is not None:
             return chosen
+        argument = self.ctx.analysis(ArgumentDevices).of(node)
+        if argument is not None:
+            return DeviceRef(argument, (), DEVICE_KIND, self.torch or "torch")
         if not self._after_anchor(node):
             return None
         if self.hoisted is not None:
@@ -261,6 +270,37 @@ class DevicePicker:
                     continue  # a local of the same name hides it
                 if first < index:
                     return name, is_str
+        return None
+
+    def device_in_scope(self, node: ast.AST) -> Optional[DeviceRef]:
+        """Whatever device the function (or module) holds in ``device`` (or a like name) at ``node``.
+
+        Unlike ``variable_in_scope`` it need not prefer CUDA (``device = next(model.parameters()).device``,
+        ``device = torch.device(args.device)``), so a fix may use it only where CUDA does not depend on it:
+        to choose the MPS side of a CUDA-or-MPS branch whose CUDA side tests CUDA itself.
+        """
+        statement = self.tree.statement_of(node)
+        if statement is None:
+            return None
+        index = self.tree.index(statement)
+        scope = self._scope_of(node)
+        torch = self.torch or "torch"
+        table = self._device_values.get(scope, {})
+        names = sorted(set(table) | (self.params.get(scope, set()) & CHOSEN_DEVICE_NAMES),
+                       key=lambda n: (n != "device", n))
+        for name in names:
+            rows = self.scopes.get(scope, {}).get(name, [])
+            values = table.get(name, [])
+            if len(values) != len(rows):
+                continue  # also bound by a loop, a with or an augmented assignment: not a device we can read
+            if name in self.params.get(scope, set()):
+                if scope is not self.module and all(at > index for at, _ in values):
+                    return DeviceRef(name, (), self._kind_of_parameter(scope, _parameter(scope, name)), torch)
+                continue
+            if not values or values[0][0] >= index or any(at > index for at, _ in values):
+                continue  # assigned after `node` (too): which value it holds there is not one line's question
+            kinds = {_kind_of_value(self.ctx, value, self.helper) for _, value in values}
+            return DeviceRef(name, (), kinds.pop() if len(kinds) == 1 else UNKNOWN_KIND, torch)
         return None
 
     def chosen_device(self, node: ast.AST) -> Optional[DeviceRef]:
@@ -452,6 +492,8 @@ class DevicePicker:
                 self._add(scope, name, at, False)
                 continue
             ok = prefers_cuda(self.ctx, value, self.helper)
+            if name in CHOSEN_DEVICE_NAMES:
+                self._device_values.setdefault(scope, {}).setdefault(name, []).append((at, value))
             device_like = ok or _DEVICE_NAME.match(name) or _is_device_expr(value)
             if not device_like:
                 self._add(scope, name, at, False)
@@ -970,3 +1012,7 @@ def _first_statement(body: List[ast.stmt]) -> Optional[ast.stmt]:
 
 def _starts_line(tree, statement: ast.AST) -> bool:
     return not tree.line_text(statement.lineno)[: tree.start(statement)[1]].strip()  # type: ignore[attr-defined]
+
+
+def _parameter(function, name: str) -> ast.arg:
+    return next(p for p in parameters(function) if p.arg == name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from mpslint.analysis.device_picker import torch_mps_import
+from mpslint.analysis.device_picker import mps_is_available, torch_mps_import
 from mpslint.analysis.syntax import dotted_name
 from mpslint.checks.base import FixSpec, NodeEdit, Rule, replace
 from mpslint.checks.cuda_imports import report_unused_import
@@ -108,11 +108,21 @@ class TorchCudaApi(Rule):
         indent = indent_of(self.ctx, statement)
         step = default_indent(self.ctx)
         mps = "empty_cache" if api.name == "empty_cache" else "synchronize"
+        cuda_test, mps_test, edits = f'{ref.type} == "cuda"', f'{ref.type} == "mps"', ref.edits
+        if ref.text.endswith("()"):
+            # No device name to reuse (`device` is bound to one that may not prefer CUDA): rather than pick the
+            # device twice, the CUDA side tests CUDA, as the original ran, and the MPS side follows the device
+            # the code holds, or MPS itself.
+            devices = picker(self.ctx)
+            held = devices.device_in_scope(node)
+            cuda_test = f"{torch}.cuda.is_available()"
+            mps_test = f'{held.type} == "mps"' if held is not None else mps_is_available(torch, devices.floor)
+            edits = ()
         text = (
-            f'if {ref.type} == "cuda":\n{indent}{step}{self.ctx.text(node)}\n'
-            f'{indent}elif {ref.type} == "mps":\n{indent}{step}{torch}.mps.{mps}()'
+            f'if {cuda_test}:\n{indent}{step}{self.ctx.text(node)}\n'
+            f'{indent}elif {mps_test}:\n{indent}{step}{torch}.mps.{mps}()'
         )
-        return FixSpec.safe(f"Call it on CUDA, and `torch.mps.{mps}()` on MPS", replace(statement, text), *ref.edits,
+        return FixSpec.safe(f"Call it on CUDA, and `torch.mps.{mps}()` on MPS", replace(statement, text), *edits,
                             *importing)
 
     def _fix_seed(self, node: ast.Call, torch: str) -> Optional[FixSpec]:

@@ -116,6 +116,7 @@ def render(report: Report) -> str:
         _nav(report),
         "<main>",
         _verdict(report),
+        _entry_points(report),
         _where(report),
         _what(report),
         _ops(report),
@@ -132,7 +133,7 @@ def render(report: Report) -> str:
 
 
 def _nav(report: Report) -> str:
-    links = [("verdict", "Verdict"), ("where", "Where"), ("what", "What"), ("ops", "Ops without an MPS kernel"),
+    links = [("verdict", "Verdict"), ("entry-points", "Entry points"), ("where", "Where"), ("what", "What"), ("ops", "Ops without an MPS kernel"),
              ("runtime", "Runtime"), ("next", "Next steps"), ("findings", "Findings by file"), ("rules", "Rule pages")]
     items = "".join(f'<li><a href="#{key}">{e(title)}</a></li>' for key, title in links)
     return f'<nav aria-label="Contents"><ol>{items}</ol></nav>'
@@ -185,6 +186,38 @@ def _verdict(report: Report) -> str:
         errors = f'<p class="note">{e(plural(len(report.errors), "path"))} could not be checked:</p><ul>{items}</ul>'
     return (f'<section id="verdict"><h2>Verdict</h2><p class="verdict verdict-{e(report.verdict)}">'
             f"{_md_code(report.verdict_text)}</p>{numbers}{remaining}{chart}{errors}</section>")
+
+
+def entry_points_note(report: Report) -> str:
+    rows = report.entry_points
+    reached = sum(1 for r in rows if r.reaches)
+    return (f"{reached} of {plural(len(rows), 'entry point')} (scripts with `__main__`, notebooks) can reach MPS "
+            "after `mpslint --fix`: static, following the project's imports; `mpslint verify --simulate` runs one.")
+
+
+def _entry_points(report: Report) -> str:
+    head = '<section id="entry-points"><h2>Entry points</h2>'
+    if not report.entry_points:
+        return head + "<p>No entry point: no script with <code>if __name__ == \"__main__\":</code>, no notebook.</p></section>"
+    rows = []
+    for r in report.entry_points:
+        if r.blockers:
+            items = "".join(
+                f'<li><a href="#rule-{e(b.code)}">{e(b.code)}</a> <span class="loc">{e(b.path)}:'
+                f'{e(f"cell {b.cell}:" if b.cell else "")}{b.row}</span> {_md_code(b.message)}'
+                f'{e(f" (imported at {b.imported_at})") if b.imported_at else ""}</li>'
+                for b in r.blockers)
+            more = r.blocker_count - len(r.blockers)
+            what = f'<ol class="findings">{items}</ol>' + (f'<p class="note">and {more} more</p>' if more > 0 else "")
+        else:
+            what = e(r.status)
+        badge = '<span class="badge pass">can reach MPS</span>' if r.reaches else (
+            '<span class="badge fail">blocked</span>' if r.blockers else '<span class="badge">no device chosen</span>')
+        rows.append(f"<tr><td>{path_html(r.path)}</td><td>{badge}</td><td>{what}</td></tr>")
+    table = ('<div class="table-box"><table><thead><tr><th>entry point</th><th>after --fix</th>'
+             f'<th>what blocks it, or where its device is chosen</th></tr></thead><tbody>{"".join(rows)}</tbody>'
+             "</table></div>")
+    return f"{head}<p>{_md_code(entry_points_note(report))}</p>{table}</section>"
 
 
 def recount_note(report: Report) -> str:

@@ -16,7 +16,7 @@ from typing import List
 
 from mpslint import __version__
 from mpslint.catalog import DOCS_URL
-from mpslint.report.as_html import op_status, recount_note
+from mpslint.report.as_html import entry_points_note, op_status, recount_note
 from mpslint.report.impact import LABELS
 from mpslint.report.model import Report, RuntimeRun
 from mpslint.report.verdict import directories, plural
@@ -25,6 +25,7 @@ TOP_DIRECTORIES = 10
 MAX_FILES = 50  # rows of the file table
 MAX_FINDINGS = 150  # findings listed in all; a comment has room for about that many messages
 MAX_FINDINGS_PER_FILE = 10
+MAX_BLOCKERS_PER_ENTRY = 3  # as the fix run's summary lists them
 
 # What can start inline markup mid-line; text never starts a line here, so `#`, `-`, `+` are safe.
 _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -58,6 +59,14 @@ def message(value: str) -> str:
     return "".join(code(p) if i % 2 else text(p) for i, p in enumerate(pieces))
 
 
+def _cell_message(value: str) -> str:
+    """``message`` inside a table cell, where a pipe ends the cell even in a code span."""
+    pieces = str(value).split("`")
+    if len(pieces) % 2 == 0:
+        return text(value)
+    return "".join(code(p, table=True) if i % 2 else text(p) for i, p in enumerate(pieces))
+
+
 def rule_link(code_: str) -> str:
     return f"[{text(code_)}]({DOCS_URL.format(code=code_)})"
 
@@ -88,9 +97,36 @@ def render(report: Report) -> str:
     if report.errors:
         out += [f"{plural(len(report.errors), 'path')} could not be checked:", ""]
         out += [f"- {code(path)}: {text(msg)}" for path, msg in report.errors] + [""]
-    out += _where(report) + _what(report) + _ops(report) + _runtime(report) + _next(report)
+    out += _entry_points(report) + _where(report) + _what(report) + _ops(report) + _runtime(report) + _next(report)
     out += ["", f"<sub>mpslint {text(__version__)} · `mpslint report --output-format markdown`</sub>", ""]
     return "\n".join(out)
+
+
+def _entry_points(report: Report) -> List[str]:
+    if not report.entry_points:
+        return []
+    out = ["### Entry points", "", message(entry_points_note(report)), ""]
+    folded = len(report.entry_points) > TOP_DIRECTORIES
+    if folded:
+        out += [f"<details><summary>{plural(len(report.entry_points), 'entry point')}, blocked ones first</summary>", ""]
+    out += ["| entry point | after `--fix` | what blocks it, or where its device is chosen |", "|---|---|---|"]
+    for r in report.entry_points[:MAX_FILES]:
+        if r.blockers:
+            what = "<br>".join(
+                f"{rule_link(b.code)} {code(b.path + ':' + (f'cell {b.cell}:' if b.cell else '') + str(b.row), table=True)}"
+                f" {_cell_message(b.message)}{text(f' (imported at {b.imported_at})') if b.imported_at else ''}"
+                for b in r.blockers[:MAX_BLOCKERS_PER_ENTRY])
+            more = r.blocker_count - min(len(r.blockers), MAX_BLOCKERS_PER_ENTRY)
+            what += f"<br>and {more} more" if more > 0 else ""
+        else:
+            what = text(r.status)
+        state = "can reach MPS" if r.reaches else ("blocked" if r.blockers else "no device chosen")
+        out.append(f"| {code(r.path, table=True)} | {state} | {what} |")
+    if len(report.entry_points) > MAX_FILES:
+        out.append(f"\n{len(report.entry_points) - MAX_FILES} more: `mpslint report --output-format json` lists them all.")
+    if folded:
+        out += ["", "</details>"]
+    return out + [""]
 
 
 def _where(report: Report) -> List[str]:

@@ -21,7 +21,8 @@ from mpslint.config import ConfigResolver, Settings
 from mpslint.diagnostic import IO_ERROR, Applicability, Diagnostic, io_error
 from mpslint.notebook import is_notebook
 from mpslint.report import impact as impacts
-from mpslint.report.model import Counts, DirectoryRow, FileRow, Finding, FixOutcome, Report, RuleRow
+from mpslint.report.model import (Counts, DirectoryRow, EntryBlocker, EntryPointRow, FileRow, Finding, FixOutcome,
+                                  Report, RuleRow)
 
 DEFAULT_MAX_FINDINGS = 20
 
@@ -61,7 +62,7 @@ def collect(
         from mpslint.report.fixcache import FixCache
 
         fix_cache = FixCache(cache_dir)
-    safe, unsafe = _fix_runs(files, diagnostics, fix_cache)
+    safe, unsafe, chooses = _fix_runs(files, diagnostics, fix_cache)
 
     checked = sum(1 for r in results if r.error is None and not any(d.code == IO_ERROR for d in r.diagnostics))
     report = Report(paths=list(paths), files_checked=checked, errors=sorted(errors))
@@ -82,6 +83,7 @@ def collect(
     report.directories = _directory_rows(report.files)
     report.rules = _rule_rows(diagnostics, safe, unsafe)
     report.ops = ops.rows(diagnostics, settings_of)
+    report.entry_points = _entry_points(files, diagnostics, safe, chooses)
     runtime.link(report.runtime, report.files)
     report.verdict, report.verdict_text = verdict.verdict(report)
     report.next_steps = verdict.next_steps(report, diagnostics, flags)
@@ -89,7 +91,8 @@ def collect(
 
 
 def _fix_runs(files: Sequence[FileSpec], diagnostics: Dict[str, List[Diagnostic]], fix_cache=None):
-    """Two maps display -> (fixes per code, remaining diagnostics), for --fix and for --fix --unsafe-fixes.
+    """Two maps display -> (fixes per code, remaining diagnostics), for --fix and for --fix --unsafe-fixes, and
+    one display -> what the text --fix leaves does about the device (for the entry points).
 
     Only files with an applicable fix go through the fixer. It starts from the check's diagnostics
     (``first_check``) instead of checking each file again, which is all ``mpslint --fix`` does in
@@ -102,6 +105,7 @@ def _fix_runs(files: Sequence[FileSpec], diagnostics: Dict[str, List[Diagnostic]
 
     safe: Dict[str, FixResult] = {}
     unsafe: Dict[str, FixResult] = {}
+    chooses: Dict[str, int] = {}  # what the text `--fix` leaves does about the device (entry_points.device_choice)
     for path, display, settings in files:
         found = diagnostics.get(display, ())
         if any(fix_applicable(d, False) for d in found):
@@ -109,6 +113,7 @@ def _fix_runs(files: Sequence[FileSpec], diagnostics: Dict[str, List[Diagnostic]
             if outcome is None:
                 continue  # as under `mpslint --fix`, a file the fixer fails on is not fixed
             safe[display] = (outcome.fixed, outcome.diagnostics)
+            chooses[display] = outcome.device_choice
             if outcome.passes <= 1 and outcome.error is None and not _has_unsafe_fix(found) \
                     and not _has_unsafe_fix(outcome.diagnostics):
                 unsafe[display] = safe[display]
@@ -117,7 +122,7 @@ def _fix_runs(files: Sequence[FileSpec], diagnostics: Dict[str, List[Diagnostic]
             outcome = _fix(path, display, settings, found, unsafe=True, fix_cache=fix_cache)
             if outcome is not None:
                 unsafe[display] = (outcome.fixed, outcome.diagnostics)
-    return safe, unsafe
+    return safe, unsafe, chooses
 
 
 FixResult = Tuple[Counter, List[Diagnostic]]
@@ -128,6 +133,7 @@ def _has_unsafe_fix(found: Sequence[Diagnostic]) -> bool:
 
 
 def _fix(path: str, display: str, settings: Settings, found: Sequence[Diagnostic], *, unsafe: bool, fix_cache):
+    from mpslint.entry_points import device_choice
     from mpslint.report.fixcache import Outcome
     from mpslint.runner import read_file
 
@@ -141,7 +147,8 @@ def _fix(path: str, display: str, settings: Settings, found: Sequence[Diagnostic
             from mpslint.notebook.lint import fix_notebook
 
             fixed_cells = fix_notebook(data, display, settings, unsafe=unsafe)  # cell by cell, as `--fix` does
-            outcome = Outcome(fixed_cells.fixed, fixed_cells.check.diagnostics, fixed_cells.error, fixed_cells.passes)
+            outcome = Outcome(fixed_cells.fixed, fixed_cells.check.diagnostics, fixed_cells.error, fixed_cells.passes,
+                              device_choice("\n".join(fixed_cells.sources.values())))
         else:
             from mpslint.fixer import fix_text
             from mpslint.source import SourceText
@@ -149,7 +156,7 @@ def _fix(path: str, display: str, settings: Settings, found: Sequence[Diagnostic
             source = SourceText.decode(data)
             fixed = fix_text(source.text, display, settings, unsafe=unsafe, newline=source.newline,
                              first_check=list(found))
-            outcome = Outcome(fixed.fixed, fixed.diagnostics, fixed.error, fixed.passes)
+            outcome = Outcome(fixed.fixed, fixed.diagnostics, fixed.error, fixed.passes, device_choice(fixed.text))
         if key is not None:
             fix_cache.put(key, outcome)
         return outcome
@@ -185,6 +192,21 @@ def _floors(files: Sequence[FileSpec]) -> List[str]:
             default = "%d.%d" % mps_kernels.version_tuple(table.version)
             floors.add(default)
     return sorted(floors, key=lambda v: tuple(int(p) for p in v.split(".")))
+
+
+def _entry_points(files: Sequence[FileSpec], diagnostics, safe, chooses) -> List[EntryPointRow]:
+    """Each entry point as `mpslint --fix` leaves it, as its summary says (one implementation: entry_points)."""
+    from mpslint.entry_points import Unit, entry_points, said
+
+    units = [Unit(display, None, safe.get(display, (None, diagnostics.get(display, [])))[1], chooses.get(display),
+                  path) for path, display, _ in files]
+    rows = []
+    for entry in entry_points(units):
+        blockers = [EntryBlocker(b.code, b.module, b.row, b.cell, b.message, b.imported_at) for b in entry.blockers]
+        rows.append(EntryPointRow(entry.display, entry.reaches, said(entry), entry.device_from, blockers,
+                                  entry.blocker_count))
+    rows.sort(key=lambda r: (r.reaches, r.path))
+    return rows
 
 
 def _fix_floors(files: Sequence[FileSpec]) -> List[str]:

@@ -32,6 +32,7 @@ class Outcome(NamedTuple):
     diagnostics: List[Diagnostic]
     error: Optional[str]
     passes: int
+    device_choice: int = 0  # what the fixed text does about the device (``entry_points.device_choice``)
 
 
 class FixCache:
@@ -60,6 +61,7 @@ class FixCache:
                 [diagnostic_from_json(d) for d in payload["remaining"]],
                 payload["error"],
                 int(payload["passes"]),
+                int(payload["device_choice"]),
             )
         except Exception:  # noqa: BLE001 - missing, corrupt or foreign: a miss
             return None
@@ -73,6 +75,7 @@ class FixCache:
             "remaining": [diagnostic_to_json(d) for d in outcome.diagnostics],
             "error": outcome.error,
             "passes": outcome.passes,
+            "device_choice": outcome.device_choice,
         }
         target = self._path(key)
         try:

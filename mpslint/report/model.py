@@ -123,6 +123,28 @@ class RuntimeRun:
 
 
 @dataclass
+class EntryBlocker:
+    code: str
+    path: str  # the file holding the finding: the entry point's own, or a project module it imports
+    row: int
+    cell: Optional[int]
+    message: str
+    imported_at: Optional[str] = None  # where the entry point imports that module ("line 3")
+
+
+@dataclass
+class EntryPointRow:
+    """One entry point (a script with ``__main__``, a notebook) after ``mpslint --fix`` (``mpslint.entry_points``)."""
+
+    path: str
+    reaches: bool  # can reach MPS: nothing blocks it and it, or a module it imports, chooses a device that can be MPS
+    status: str  # as the fix run's summary says it
+    device_from: Optional[str] = None  # the imported module that chooses its device
+    blockers: List[EntryBlocker] = field(default_factory=list)  # the first ones: its own, then the nearest modules'
+    blocker_count: int = 0  # all of them
+
+
+@dataclass
 class Step:
     title: str
     command: str
@@ -147,6 +169,7 @@ class Report:
     rules: List[RuleRow] = field(default_factory=list)
     ops: List[OpRow] = field(default_factory=list)
     runtime: List[RuntimeRun] = field(default_factory=list)
+    entry_points: List[EntryPointRow] = field(default_factory=list)  # after `mpslint --fix`, blocked ones first
     errors: List[Tuple[str, str]] = field(default_factory=list)  # files that could not be checked
     next_steps: List[Step] = field(default_factory=list)
     max_findings_per_file: int = 0
