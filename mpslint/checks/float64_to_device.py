@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 from typing import Optional
 
-from mpslint.analysis.device_flow import DeviceFlow
+from mpslint.analysis.device_flow import DeviceFlow, Kind
 from mpslint.analysis.project import facts
 from mpslint.analysis.syntax import dotted_name, keyword, method_name, positional
 from mpslint.checks.base import (
@@ -83,7 +84,7 @@ class Float64ToDevice(Rule):
             if self.flow.is_device(node.func.value):  # type: ignore[attr-defined]
                 start = attribute_name_start(self.ctx, node.func)  # type: ignore[arg-type]
                 fix = FixSpec.unsafe("Use `.float()` (float32)", replace_span(start, node.func, "float"))
-                self._report(node, "makes a float64 tensor on the device", fix)
+                self._report(node, "makes a float64 tensor on the device" + self._callers_say(node), fix)
         elif method in ("to", "type"):
             self._to(node, method)
         elif method == "cuda" and self._from_numpy_float64(node.func.value):  # type: ignore[attr-defined]
@@ -114,15 +115,73 @@ class Float64ToDevice(Rule):
             if self._is_float64(dtype) and flow.is_device(node):
                 self._report(node, "makes a float64 tensor on the device", self._dtype_fix(dtype))
             return
-        if method != "to" or not flow.is_device(node):
+        if method != "to":
             return
-        if flow.is_device(node.func.value):  # type: ignore[attr-defined]
-            return  # already on the device: this .to() is not the transfer
+        receiver = node.func.value  # type: ignore[attr-defined]
+        if type(receiver) is ast.Name and flow.kind(receiver) is Kind.MODULE:
+            target = flow.to_target(node)
+            if target is not None and flow.kind(target) is Kind.ACCEL and self._module_made_float64(receiver, node):
+                self._report(node, f"moves `{receiver.id}`, made float64 above, to the device", self._cast_first(node))
+            return
+        if not flow.is_device(node) or flow.is_device(receiver):
+            return  # not a move to the device, or already on it: this .to() is not the transfer
         if self._from_numpy_float64(node.func.value):  # type: ignore[attr-defined]
             self._report(node, "moves float64 data to the device", self._cast_first(node))
 
     def _is_float64(self, dtype: ast.AST) -> bool:
         return self.flow.dtype_value(dtype) in FLOAT64_DTYPES
+
+    def _names_float64(self, target: ast.AST) -> bool:
+        """What ``.type(target)`` makes: ``torch.float64``, ``torch.DoubleTensor`` or ``"torch.DoubleTensor"``."""
+        if type(target) is ast.Constant:
+            return target.value in ("torch.DoubleTensor", "torch.cuda.DoubleTensor")  # type: ignore[attr-defined]
+        return self._is_float64(target) or self.ctx.qualify(target) in ("torch.DoubleTensor", "torch.cuda.DoubleTensor")
+
+    def _module_made_float64(self, name: ast.Name, move: ast.Call) -> bool:
+        """``model.double()`` (or ``.to(torch.float64)``, ``.type(torch.float64)``) as a statement before this
+        ``model.to(device)`` in the same scope, with no cast back to another dtype between: a module converts
+        its parameters in place (a tensor's ``x.double()`` alone changes nothing, so only modules count)."""
+        casts = self._in_place_casts().get((self.ctx.tree.scope_of(move), name.id), ())
+        here = self.ctx.tree.index(move)
+        earlier = [float64 for index, float64 in casts if index < here]
+        if earlier:
+            return earlier[-1]
+        # `model = Net().to(torch.float64)`, then moved (not `Net().double().to(device)`: moved there already).
+        bindings = self.flow.visible(name.id, name)
+        if len(bindings) != 1 or bindings[0].how != "assign" or bindings[0].path or bindings[0].value is None:
+            return False
+        value = bindings[0].value
+        if method_name(value) == "cuda" or (method_name(value) == "to" and self.flow.to_target(value) is not None):  # type: ignore[arg-type]
+            return False
+        return self._from_numpy_float64(value)
+
+    def _in_place_casts(self):
+        """(scope, name) -> [(tree index, whether it makes float64)] of ``name.<cast>(...)`` statements."""
+        found = self.__dict__.get("_casts")
+        if found is None:
+            found = self.__dict__["_casts"] = {}
+            tree = self.ctx.tree
+            for statement in tree.of_type(ast.Expr):
+                call = statement.value  # type: ignore[attr-defined]
+                method = method_name(call)
+                if method is None or type(call.func.value) is not ast.Name:  # type: ignore[attr-defined]
+                    continue
+                if method in ("double", "float", "half", "bfloat16") and not call.args:  # type: ignore[attr-defined]
+                    float64 = method == "double"
+                elif method in ("to", "type"):
+                    dtype = keyword(call, "dtype")
+                    if dtype is None:
+                        dtype = next((v for v in positional(call) if self.flow.is_dtype(v)), None)
+                    if dtype is None and method == "type" and call.args:  # type: ignore[attr-defined]
+                        dtype = call.args[0]  # type: ignore[attr-defined]
+                    if dtype is None:
+                        continue
+                    float64 = self._names_float64(dtype)
+                else:
+                    continue
+                key = (tree.scope_of(statement), call.func.value.id)  # type: ignore[attr-defined]
+                found.setdefault(key, []).append((tree.index(statement), float64))
+        return found
 
     def _float64_array_argument(self, call: ast.Call) -> bool:
         """The call's data is a numpy array that may be float64 (torch turns Python floats into float32)."""
@@ -172,6 +231,8 @@ class Float64ToDevice(Rule):
         method = method_name(expr) if not qualified else None
         if method == "double" and not expr.args:  # type: ignore[attr-defined]
             return True  # `x.double()` on the host, then moved
+        if method == "type" and len(expr.args) == 1 and not expr.keywords:  # type: ignore[attr-defined]
+            return self._names_float64(expr.args[0])  # type: ignore[attr-defined]  # `x.type(torch.float64)`
         if method is None or method in CASTS:
             return False
         if method == "to":
@@ -255,6 +316,18 @@ class Float64ToDevice(Rule):
                 for b in bindings
             )
         return False
+
+    def _callers_say(self, node: ast.AST) -> str:
+        """Where the device comes from when only the callers in other modules say it (``callers.py``)."""
+        scope = self.ctx.tree.scope_of(node)
+        while scope is not None and scope is not self.ctx.module:
+            files = self.flow.from_callers.get(scope)
+            if files:
+                names = ", ".join(sorted({os.path.basename(f) for f in files}))
+                return f" (its callers in {names} pass tensors on the device)"
+            outer = self.ctx.tree.scope_of(scope)
+            scope = None if outer is scope else outer
+        return ""
 
     def _report(self, node: ast.AST, what: str, fix: Optional[FixSpec]) -> None:
         self.report(
