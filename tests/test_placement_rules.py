@@ -455,3 +455,42 @@ def test_raises(device):
         model(torch.randn(2, 3))
 """
     assert rows(source, "MPS302") == []
+
+
+ROLLOUT = """
+import torch
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+def rollout(env, policy, steps):
+    obs = env.reset()
+    for _ in range(steps):
+        action = policy({move})
+        obs, reward, done, info = env.step(action)
+"""
+
+
+@pytest.mark.parametrize("move", [
+    "torch.from_numpy(obs).to(device)",
+    "torch.as_tensor(obs, device=device)",
+    "torch.tensor(obs, device=device)",
+])
+def test_an_environment_observation_moved_to_the_device(move):
+    # issue 24 item 4: gym's continuous-control observations are float64 numpy arrays
+    source = ROLLOUT.format(move=move)
+    assert rows(source, "MPS303") == [7]
+    assert fix(source, ["MPS303"], unsafe=True).text != source
+
+
+@pytest.mark.parametrize("source", [
+    ROLLOUT.format(move="torch.from_numpy(obs).float().to(device)"),
+    ROLLOUT.format(move="torch.as_tensor(obs, dtype=torch.float32, device=device)"),
+    ROLLOUT.format(move="torch.FloatTensor(obs).to(device)"),
+    ROLLOUT.format(move="torch.tensor(reward, device=device)"),  # a Python float: float32
+    # image observations (Atari frames) are uint8
+    ROLLOUT.format(move="torch.from_numpy(obs).to(device).float() / 255"),
+    ROLLOUT.format(move="torch.from_numpy(obs).to(device)") + "ENV_ID = 'PongNoFrameskip-v4'\n",
+    # not an environment
+    ROLLOUT.format(move="torch.from_numpy(obs).to(device)").replace("env.step(action)", "optimizer.step(action)")
+    .replace("obs = env.reset()", "obs = loader.reset()"),
+])
+def test_environment_observation_traps(source):
+    assert rows(source, "MPS303") == []

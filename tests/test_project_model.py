@@ -428,7 +428,8 @@ def test_a_helper_whose_callers_pass_device_tensors_works_on_the_device(tmp_path
     write(tmp_path, {"metrics.py": METRICS, "train.py": caller})
     rows, result = float64_rows(tmp_path / "metrics.py")
     assert rows == [(5, "MPS303")]
-    assert "its callers in train.py pass tensors on the device" in result.diagnostics[0].message
+    [message] = [d.message for d in result.diagnostics if d.code == "MPS303"]
+    assert "its callers in train.py pass tensors on the device" in message
     assert any("train.py" in key for key in result.depends)
 
 
@@ -481,3 +482,40 @@ def test_a_changed_or_new_caller_rechecks_the_helper(tmp_path):
     assert checked() == (True, ["MPS303"])
     (tmp_path / "train.py").write_text(CALLER.replace("model(x)", "model(x).cpu()"))
     assert checked() == (False, [])
+
+
+MOVER = """
+import numpy as np
+import torch
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+def to_device(a):
+    return torch.from_numpy(a).to(device)
+"""
+
+
+def test_a_float64_array_made_in_one_module_and_moved_in_another(tmp_path):
+    write(tmp_path, {"mover.py": MOVER, "train.py": """
+        import numpy as np
+        from mover import to_device
+        batch = to_device(np.random.randn(4, 3))
+        grid = to_device(np.linspace(0, 1, 4))
+        """})
+    rows, result = float64_rows(tmp_path / "mover.py")
+    assert rows == [(6, "MPS303")]
+    [message] = [d.message for d in result.diagnostics if d.code == "MPS303"]
+    assert "its callers in train.py pass float64 arrays" in message
+
+
+@pytest.mark.parametrize("extra, train", [
+    # one caller passes float32
+    ("", "import numpy as np\nfrom mover import to_device\n"
+         "a = to_device(np.random.randn(3))\nb = to_device(np.zeros(3, dtype=np.float32))\n"),
+    # an array of unknown dtype
+    ("", "import numpy as np\nfrom mover import to_device\na = to_device(np.load('x.npy'))\n"),
+    # the helper's own file calls it with float32: the calls in its own file are the ones read
+    ("x = to_device(np.zeros(3, dtype=np.float32))\n",
+     "import numpy as np\nfrom mover import to_device\na = to_device(np.random.randn(3))\n"),
+])
+def test_float64_arrays_into_a_helper_traps(tmp_path, extra, train):
+    write(tmp_path, {"mover.py": MOVER + extra, "train.py": train})
+    assert float64_rows(tmp_path / "mover.py")[0] == []

@@ -40,6 +40,10 @@ NUMPY_FLOAT64 = frozenset(
 RANDOM_FLOAT64 = frozenset("rand randn random random_sample normal uniform standard_normal".split())
 NUMPY_GENERATORS = frozenset(("numpy.random.RandomState", "numpy.random.default_rng", "numpy.random.Generator"))
 
+# A gym environment by its name (`env`, `eval_env`, `self.env`, `envs`), and the signs of image observations.
+_ENV = re.compile(r"(^|_)envs?$")
+_IMAGES = re.compile(r"uint8|[Aa]tari|NoFrameskip|\b255\b|[Ff]rame[Ss]tack|[Pp]ixel")
+
 FROM_ARRAY = frozenset(("torch.from_numpy", "torch.tensor", "torch.as_tensor", "torch.asarray"))
 
 
@@ -59,8 +63,9 @@ def _first_argument(call: ast.Call) -> Optional[ast.AST]:
 
 
 class Float64ToDevice(Rule):
-    # numpy: its float arrays are float64 without the word in the file (`np.array([0.5])`, `np.zeros(3)`).
-    TRIGGERS = ("float64", "double", "numpy")
+    # numpy: its float arrays are float64 without the word in the file (`np.array([0.5])`, `np.zeros(3)`);
+    # a gym environment's observations too (`obs, reward, done, info = env.step(a)`).
+    TRIGGERS = ("float64", "double", "numpy", "env.step", "env.reset", "envs.step", "envs.reset")
 
     @property
     def flow(self) -> DeviceFlow:
@@ -84,7 +89,7 @@ class Float64ToDevice(Rule):
             if self.flow.is_device(node.func.value):  # type: ignore[attr-defined]
                 start = attribute_name_start(self.ctx, node.func)  # type: ignore[arg-type]
                 fix = FixSpec.unsafe("Use `.float()` (float32)", replace_span(start, node.func, "float"))
-                self._report(node, "makes a float64 tensor on the device" + self._callers_say(node), fix)
+                self._report(node, "makes a float64 tensor on the device", fix, device=True)
         elif method in ("to", "type"):
             self._to(node, method)
         elif method == "cuda" and self._from_numpy_float64(node.func.value):  # type: ignore[attr-defined]
@@ -113,7 +118,7 @@ class Float64ToDevice(Rule):
             dtype = next((v for v in positional(node) if flow.is_dtype(v)), None)
         if dtype is not None:
             if self._is_float64(dtype) and flow.is_device(node):
-                self._report(node, "makes a float64 tensor on the device", self._dtype_fix(dtype))
+                self._report(node, "makes a float64 tensor on the device", self._dtype_fix(dtype), device=True)
             return
         if method != "to":
             return
@@ -258,9 +263,12 @@ class Float64ToDevice(Rule):
             bindings = self.flow.visible(array.id, array)  # type: ignore[attr-defined]
             if not bindings:
                 return self.flow.imported_fact(array.id) == facts.FLOAT64  # type: ignore[attr-defined]
+            if len(bindings) == 1 and bindings[0].how == "param":
+                return self._passed_float64(bindings[0], depth, python_floats)
             return any(
-                b.how == "assign" and not b.path and b.value is not None
-                and self._may_be_float64_array(b.value, depth + 1, python_floats=python_floats)
+                b.how == "assign" and b.value is not None and (
+                    (not b.path and self._may_be_float64_array(b.value, depth + 1, python_floats=python_floats))
+                    or (b.path in ((), (0,)) and self._observation(b.value)))
                 for b in bindings
             )
         if cls is ast.Constant:
@@ -305,6 +313,46 @@ class Float64ToDevice(Rule):
             return True  # np.random.RandomState(seed).randn(...), rng.standard_normal(...)
         return False
 
+    def _passed_float64(self, binding, depth: int, python_floats: bool) -> bool:
+        """A parameter of a top-level function that every caller gives a float64 array: the calls in this file,
+        or where it has none, those of the modules next to it (``analysis/project/callers.py``)."""
+        function = binding.function
+        if type(function) not in (ast.FunctionDef, ast.AsyncFunctionDef) or self.ctx.parent(function) is not self.ctx.module:
+            return False
+        ordered = [*function.args.posonlyargs, *function.args.args]  # type: ignore[union-attr]
+        position = next((i for i, a in enumerate(ordered) if a is binding.value), None)
+        if position is None:
+            return False
+        here = self.flow.calls.get(function.name)  # type: ignore[union-attr]
+        if here:
+            values = []
+            for call, is_method in here:
+                plain = [a for a in call.args if type(a) is not ast.Starred]
+                if is_method or len(plain) != len(call.args) or position >= len(plain):
+                    return False
+                values.append(plain[position])
+            return all(self._may_be_float64_array(v, depth + 1, python_floats=python_floats) for v in values)
+        passed, files = self.ctx.project.callers(function.name)  # type: ignore[union-attr]
+        if position < len(passed) and passed[position] == facts.FLOAT64:
+            self.__dict__.setdefault("_float64_callers", {})[function] = files
+            return True
+        return False
+
+    def _observation(self, value: ast.AST) -> bool:
+        """``env.step(a)`` / ``env.reset()`` (their first item when unpacked): a gym environment's observation,
+        a float64 array for most continuous-control environments. Not in a file that handles image
+        observations (uint8 frames, Atari, ``/ 255``), whose arrays are uint8."""
+        if type(value) is not ast.Call or method_name(value) not in ("step", "reset"):
+            return False
+        owner = value.func.value  # type: ignore[attr-defined]
+        name = owner.attr if type(owner) is ast.Attribute else owner.id if type(owner) is ast.Name else ""  # type: ignore[attr-defined]
+        if not _ENV.search(name):
+            return False
+        images = self.__dict__.get("_images")
+        if images is None:
+            images = self.__dict__["_images"] = _IMAGES.search(self.ctx.source) is not None
+        return not images
+
     def _numpy_generator(self, receiver: ast.AST, depth: int = 0) -> bool:
         """``np.random.RandomState(s)`` / ``np.random.default_rng(s)``, directly or through a name."""
         if type(receiver) is ast.Call:
@@ -317,19 +365,24 @@ class Float64ToDevice(Rule):
             )
         return False
 
-    def _callers_say(self, node: ast.AST) -> str:
+    def _callers_say(self, node: ast.AST, device: bool) -> str:
         """Where the device comes from when only the callers in other modules say it (``callers.py``)."""
         scope = self.ctx.tree.scope_of(node)
+        float64 = self.__dict__.get("_float64_callers", {})
         while scope is not None and scope is not self.ctx.module:
-            files = self.flow.from_callers.get(scope)
-            if files:
-                names = ", ".join(sorted({os.path.basename(f) for f in files}))
-                return f" (its callers in {names} pass tensors on the device)"
+            for found, what in ((self.flow.from_callers if device else {}, "tensors on the device"),
+                                (float64, "float64 arrays")):
+                files = found.get(scope)
+                if files:
+                    names = ", ".join(sorted({os.path.basename(f) for f in files}))
+                    return f" (its callers in {names} pass {what})"
             outer = self.ctx.tree.scope_of(scope)
             scope = None if outer is scope else outer
         return ""
 
-    def _report(self, node: ast.AST, what: str, fix: Optional[FixSpec]) -> None:
+    def _report(self, node: ast.AST, what: str, fix: Optional[FixSpec], device: bool = False) -> None:
+        """``device``: the finding rests on the value being on the device (what callers may have said)."""
+        what += self._callers_say(node, device)
         self.report(
             node,
             f"`{short(self.ctx, node)}` {what}: MPS has no float64 (\"Cannot convert a MPS Tensor to float64 dtype\"); "
