@@ -23,6 +23,7 @@ import ast
 import hashlib
 import json
 import os
+import re
 import warnings
 from typing import Dict, List, Optional, Tuple
 
@@ -30,6 +31,7 @@ from mpslint.analysis.project import facts, layout
 from mpslint.analysis.project.summary import calls_to
 
 CALLERS = "\0callers\0"  # in a dependency key: not a file's path, a question about callers
+_WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _LISTING = "listing"
 
 Passed = List[Optional[str]]
@@ -85,14 +87,41 @@ def _digest(value: object) -> str:
     return hashlib.blake2b(json.dumps(value).encode(), digest_size=12).hexdigest()
 
 
+_INDEX_AFTER = 8  # questions about one directory before its modules' words are indexed
+
+
 def _mentions(project, directory: str, stem: str) -> List[str]:
-    """The modules of ``directory`` (sorted) whose text holds ``stem``."""
-    try:
-        names = sorted(n for n in os.listdir(directory) if n.endswith(".py"))
-    except OSError:
-        return []
+    """The modules of ``directory`` (sorted) whose text holds the word ``stem``.
+
+    The first questions about a directory search its modules' bytes; a directory asked about more often
+    (a flat package whose every module asks about its own helpers) gets an index of each module's words,
+    built once, so the cost stays linear in the directory's size whatever the number of questions.
+    """
+    index = project.indexes.get(directory)
+    if index is None:
+        try:
+            paths = sorted(os.path.join(directory, n) for n in os.listdir(directory) if n.endswith(".py"))
+        except OSError:
+            return []
+        asked = project.indexes[directory] = [0, paths]
+        index = asked
+    if type(index) is dict:
+        found = sorted(index.get(stem.encode(), ()))
+        project.steps += 1 + len(found)
+        return found
+    index[0] += 1
+    paths = index[1]
+    project.steps += len(paths)  # each module's text searched, or indexed (what tests/test_scaling.py counts)
+    if index[0] > _INDEX_AFTER:
+        words: Dict[bytes, set] = {}
+        for path in paths:
+            for word in set(_WORD.findall(_text(project, path))):
+                words.setdefault(word, set()).add(path)
+        project.indexes[directory] = words
+        return sorted(words.get(stem.encode(), ()))
     word = stem.encode()
-    return [path for path in (os.path.join(directory, n) for n in names) if word in _text(project, path)]
+    pattern = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(word) + rb"(?![A-Za-z0-9_])")
+    return [path for path in paths if word in _text(project, path) and pattern.search(_text(project, path))]
 
 
 def _text(project, path: str) -> bytes:

@@ -54,6 +54,7 @@ class Project:
         self.stars: Dict[str, tuple] = {}  # file -> its star imports, indexed (Lookup._stars)
         self.callers: Dict[Tuple[str, str], tuple] = {}  # (file, function) -> what its callers pass (Lookup.callers)
         self.texts: Dict[str, bytes] = {}  # file -> its bytes, for the modules callers are looked for in (callers.py)
+        self.indexes: Dict[str, object] = {}  # directory -> its modules, or the index of their words (callers.py)
         self.calls: Dict[Tuple[str, str], dict] = {}  # (file, function) -> what the file passes to it (callers.py)
         self.steps = 0  # resolutions made or reused: what tests/test_scaling.py counts
 
@@ -99,6 +100,7 @@ class Project:
         self.stars.clear()
         self.callers.clear()
         self.texts.clear()
+        self.indexes.clear()
         self.calls.clear()
         layout.clear()
 
