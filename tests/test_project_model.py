@@ -478,7 +478,7 @@ def test_a_changed_or_new_caller_rechecks_the_helper(tmp_path):
     write(tmp_path, {"train.py": CALLER})  # a new caller next to it
     assert checked() == (False, ["MPS303"])
     assert checked() == (True, ["MPS303"])
-    (tmp_path / "train.py").write_text(CALLER + "# a note\n")  # what it passes is the same
+    (tmp_path / "other.py").write_text("import torch\n")  # a module that does not name the helper's module
     assert checked() == (True, ["MPS303"])
     (tmp_path / "train.py").write_text(CALLER.replace("model(x)", "model(x).cpu()"))
     assert checked() == (False, [])

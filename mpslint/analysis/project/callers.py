@@ -11,8 +11,8 @@ stay as small as they were.
 
 What a checked file learnt this way is recorded as dependencies under keys of
 their own (``CALLERS`` in the key): per directory, which of its modules name the
-callee's module (only those can import it), and per such module, what it passes
-to that function. A cached result is
+callee's module (only those can import it), and the bytes of each such module
+that names the function too (a warm run reads them; it parses nothing). A cached result is
 reused while both are unchanged: a new caller, or a changed call, re-checks
 the callee.
 """
@@ -31,8 +31,8 @@ from mpslint.analysis.project import facts, layout
 from mpslint.analysis.project.summary import calls_to
 
 CALLERS = "\0callers\0"  # in a dependency key: not a file's path, a question about callers
+_CONTENT = "=content"  # the question about a calling module's bytes (no module stem holds "=")
 _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
-_LISTING = "listing"
 
 Passed = List[Optional[str]]
 
@@ -51,7 +51,7 @@ def find(project, where, function: str) -> Tuple[Passed, List[str], Dict[str, st
             if path == where.path:
                 continue  # calls in the file itself are the device flow's (analysis/device_flow)
             passed = _passed(project, path, where.path, where.dotted, function)
-            depends[path + CALLERS + where.path + CALLERS + function] = _digest(passed)
+            depends[path + CALLERS + _CONTENT] = _content(project, path)
             if passed is None:
                 continue
             files.append(path)
@@ -66,13 +66,17 @@ def find(project, where, function: str) -> Tuple[Passed, List[str], Dict[str, st
 def digest(project, key: str) -> str:
     """The digest of a dependency recorded by ``find``, as the files are now."""
     parts = key.split(CALLERS)
+    if len(parts) == 2 and parts[1] == _CONTENT:
+        return _content(project, parts[0])
     if len(parts) == 2:
         return _digest(_mentions(project, parts[0], parts[1]))
-    if len(parts) == 3:
-        path, callee, function = parts
-        _, dotted, _ = layout.locate(callee)
-        return _digest(_passed(project, path, callee, dotted, function))
     return "unknown"
+
+
+def _content(project, path: str) -> str:
+    """A caller's bytes, digested: checking it again costs a read, not a parse (an edit that leaves its
+    calls alone re-checks the callee too; calls change much less often than files are checked)."""
+    return hashlib.blake2b(_text(project, path), digest_size=12).hexdigest()
 
 
 def _stem(path: str, dotted: str) -> str:
