@@ -169,6 +169,41 @@ def test_pin_memory_through_a_kwargs_dict():
     assert check(guarded, ["MPS401"]) == []
 
 
+def test_pin_memory_through_a_dict_call_in_a_function():
+    # issue 24 item 3: `dict(...)` spells the same keyword arguments, shared by two loaders
+    src = """
+    import os
+    import torch
+    from torch.utils.data import DataLoader
+
+    def build(train_set, val_set, batch_size):
+        opts = dict(batch_size=batch_size, num_workers=os.cpu_count(), pin_memory=True)
+        train = DataLoader(train_set, shuffle=True, **opts)
+        val = DataLoader(val_set, shuffle=False, **opts)
+        return train, val
+    """
+    [diag] = check(src, ["MPS401"])
+    assert diag.location.row == 7
+    assert "pin_memory=torch.cuda.is_available()" in fix(src, ["MPS401"]).text
+
+
+@pytest.mark.parametrize("src", [
+    # pinned only when CUDA is in use, spelled three ways
+    "import torch\nfrom torch.utils.data import DataLoader\n"
+    "def f(ds, cuda):\n    opts = dict(num_workers=2, pin_memory=cuda)\n    return DataLoader(ds, **opts)\n",
+    "import torch\nfrom torch.utils.data import DataLoader\n"
+    "def f(ds, use_cuda):\n    opts = {}\n    if use_cuda:\n        opts = dict(num_workers=2, pin_memory=True)\n"
+    "    return DataLoader(ds, **opts)\n",
+    # `dict(base, ...)` copies another dict: not read; and a dict passed to something that is not a DataLoader
+    "import torch\nfrom torch.utils.data import DataLoader\n"
+    "def f(ds, base):\n    opts = dict(base, pin_memory=False)\n    return DataLoader(ds, **opts)\n",
+    "import torch\n"
+    "def f(ds):\n    opts = dict(num_workers=2, pin_memory=True)\n    return make_loader(ds, **opts)\n",
+])
+def test_pin_memory_dict_call_traps(src):
+    assert check(src, ["MPS401"]) == []
+
+
 @pytest.mark.parametrize("source, expected", [
     ('import torch\nfrom torch.utils.data import DataLoader\n'
      'loader = DataLoader(ds, num_workers=2, multiprocessing_context="fork" if torch.backends.mps.is_available() else None)\n',

@@ -184,3 +184,30 @@ def test_message_says_what_stalls_and_what_to_do():
         "`loss.item()` in the training loop waits for the device every step; "
         "accumulate on the device and read it every N steps"
     )
+
+
+OFFLOADED_PIPELINE = """
+import torch
+from diffusers import FluxPipeline
+
+def train(args, accelerator, loader, transformer, optimizer):
+    text_pipe = FluxPipeline.from_pretrained(args.model, transformer=None)
+    for batch in loader:
+        text_pipe = text_pipe.to(accelerator.device)
+        with torch.no_grad():
+            embeds = text_pipe.encode_prompt(batch["captions"])
+        if args.offload:
+            text_pipe = text_pipe.to("cpu")
+        loss = transformer(batch["x"], embeds).mean()
+        accelerator.backward(loss)
+        optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("select", [["MPS202"], None])
+def test_a_pipeline_moved_back_and_forth_in_the_loop_is_a_module(select):
+    # `pipe = pipe.to("cpu")` offloads a module: no tensor is read on the host. The name's own
+    # rebindings in the loop say nothing about what it is; `from_pretrained` does. Whatever other
+    # rules ask first (select), the answer is the same.
+    found = [d for d in check(OFFLOADED_PIPELINE, select) if d.code == "MPS202"]
+    assert found == []

@@ -209,6 +209,69 @@ def test_float64_traps(line):
     assert rows(body(line), "MPS303") == []
 
 
+MODULE_MOVE = """
+import torch
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = Net()
+{before}
+model.to(device)
+"""
+
+
+@pytest.mark.parametrize("before", [
+    "model.double()",
+    "model.to(torch.float64)",
+    "model.type(torch.double)",
+    "model.float()\nmodel.double()",
+])
+def test_a_module_made_float64_in_place_then_moved(before):
+    # issue 24 item 4: a module's .double() converts it in place; the move that follows is the failure
+    source = MODULE_MOVE.format(before=before)
+    row = source.count("\n")
+    assert rows(source, "MPS303") == [row]
+    fixed = fix(source, ["MPS303"], unsafe=True).text
+    assert fixed.endswith("model.float().to(device)\n")
+
+
+@pytest.mark.parametrize("before", [
+    "model.double()\nmodel.float()",  # cast back before the move
+    "model.half()",
+    "model.to(torch.float32)",
+    "x = model.double()",  # not a statement of its own: the rule reads the assignment instead (x is not moved)
+])
+def test_a_module_cast_back_or_never_float64_is_not_reported(before):
+    assert rows(MODULE_MOVE.format(before=before), "MPS303") == []
+
+
+def test_a_tensor_double_statement_changes_nothing():
+    # `t.double()` alone returns a new tensor: t stays float32
+    source = "import torch\ndevice = torch.device('cuda')\nt = torch.zeros(3)\nt.double()\nt = t.to(device)\n"
+    assert rows(source, "MPS303") == []
+
+
+@pytest.mark.parametrize("lines, moved", [
+    (("y = torch.zeros(3).type(torch.float64)", "return y.to(device)"), 1),
+    (("y = torch.zeros(3).type(torch.DoubleTensor)", "return y.to(device)"), 1),
+    (("m = torch.nn.Linear(3, 3).to(torch.float64)", "m = m.to(device)", "return m"), 1),
+    (("rng = np.random.default_rng(0)", "noise = rng.normal(size=3)", "return torch.from_numpy(noise).to(device)"), 2),
+    (("grid = np.linspace(0, 1, 5)", "return torch.tensor(grid, device=device)"), 1),
+])
+def test_float64_sources_through_names(lines, moved):
+    source = body(*lines)
+    assert rows(source, "MPS303") == [ROW + moved]
+    assert fix(source, ["MPS303"], unsafe=True).text != source  # the unsafe fix to float32 covers it
+
+
+@pytest.mark.parametrize("lines", [
+    ("y = torch.zeros(3).type(torch.float32)", "return y.to(device)"),
+    ("y = torch.zeros(3).type(torch.FloatTensor)", "return y.to(device)"),
+    ("rng = np.random.default_rng(0)", "noise = rng.integers(0, 5, size=3)", "return torch.from_numpy(noise).to(device)"),
+    ("grid = np.linspace(0, 1, 5, dtype=np.float32)", "return torch.tensor(grid, device=device)"),
+])
+def test_float64_sources_traps(lines):
+    assert rows(body(*lines), "MPS303") == []
+
+
 # -- MPS304 -----------------------------------------------------------------
 
 
@@ -392,3 +455,42 @@ def test_raises(device):
         model(torch.randn(2, 3))
 """
     assert rows(source, "MPS302") == []
+
+
+ROLLOUT = """
+import torch
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+def rollout(env, policy, steps):
+    obs = env.reset()
+    for _ in range(steps):
+        action = policy({move})
+        obs, reward, done, info = env.step(action)
+"""
+
+
+@pytest.mark.parametrize("move", [
+    "torch.from_numpy(obs).to(device)",
+    "torch.as_tensor(obs, device=device)",
+    "torch.tensor(obs, device=device)",
+])
+def test_an_environment_observation_moved_to_the_device(move):
+    # issue 24 item 4: gym's continuous-control observations are float64 numpy arrays
+    source = ROLLOUT.format(move=move)
+    assert rows(source, "MPS303") == [7]
+    assert fix(source, ["MPS303"], unsafe=True).text != source
+
+
+@pytest.mark.parametrize("source", [
+    ROLLOUT.format(move="torch.from_numpy(obs).float().to(device)"),
+    ROLLOUT.format(move="torch.as_tensor(obs, dtype=torch.float32, device=device)"),
+    ROLLOUT.format(move="torch.FloatTensor(obs).to(device)"),
+    ROLLOUT.format(move="torch.tensor(reward, device=device)"),  # a Python float: float32
+    # image observations (Atari frames) are uint8
+    ROLLOUT.format(move="torch.from_numpy(obs).to(device).float() / 255"),
+    ROLLOUT.format(move="torch.from_numpy(obs).to(device)") + "ENV_ID = 'PongNoFrameskip-v4'\n",
+    # not an environment
+    ROLLOUT.format(move="torch.from_numpy(obs).to(device)").replace("env.step(action)", "optimizer.step(action)")
+    .replace("obs = env.reset()", "obs = loader.reset()"),
+])
+def test_environment_observation_traps(source):
+    assert rows(source, "MPS303") == []

@@ -386,3 +386,139 @@ def test_a_star_import_does_not_answer_for_a_name_the_file_binds(tmp_path):
     assert view.qualified("dtype") is None  # a parameter here, whatever common.py binds
     assert view.qualified("torch") == "torch"
     assert view.qualified("print") is None
+
+
+# ---------------------------------------------------------------- callers: facts flow from call sites into parameters
+
+METRICS = """
+import torch
+def accuracy(output, labels):
+    preds = output.argmax(1)
+    correct = preds.eq(labels).double()
+    return correct.sum() / len(labels)
+"""
+
+
+def float64_rows(path: Path):
+    result = check_text(path.read_text(), str(path), Settings())
+    return [(d.location.row, d.code) for d in result.diagnostics if d.code == "MPS303"], result
+
+
+@pytest.mark.parametrize("caller", [
+    # a module placed on the device under a CUDA test, called in a function of the script
+    """
+    import torch
+    from metrics import accuracy
+    model = Net()
+    if use_cuda:
+        model.cuda()
+    def train(x, y):
+        output = model(x)
+        return accuracy(output[idx], y)
+    """,
+    # a model passed in and called with a batch moved to the device; the module imported by name
+    """
+    import torch
+    import metrics
+    def evaluate(model, loader, device):
+        for x, y in loader:
+            x = x.to(device)
+            out = model(x)
+            print(metrics.accuracy(out, y))
+    """,
+])
+def test_a_helper_whose_callers_pass_device_tensors_works_on_the_device(tmp_path, caller):
+    write(tmp_path, {"metrics.py": METRICS, "train.py": caller})
+    rows, result = float64_rows(tmp_path / "metrics.py")
+    assert rows == [(5, "MPS303")]
+    [message] = [d.message for d in result.diagnostics if d.code == "MPS303"]
+    assert "its callers in train.py pass tensors on the device" in message
+    assert any("train.py" in key for key in result.depends)
+
+
+@pytest.mark.parametrize("callers", [
+    # no caller in the project: the parameter is not known
+    {},
+    # the caller's tensors stay on the host
+    {"train.py": "from metrics import accuracy\nimport torch\ndef f(model, x, y):\n    return accuracy(model(x), y)\n"},
+    {"train.py": "from metrics import accuracy\nmodel = Net().cuda()\ndef f(x, y):\n    return accuracy(model(x).cpu(), y)\n"},
+    # two callers that do not agree
+    {"train.py": "from metrics import accuracy\nmodel = Net().cuda()\ndef f(x, y):\n    return accuracy(model(x), y)\n",
+     "plot.py": "from metrics import accuracy\nimport torch\nprint(accuracy(torch.zeros(3, 2), torch.zeros(3)))\n"},
+    # the device tensor goes by keyword (not followed), or to another module's function of the same name
+    {"train.py": "from metrics import accuracy\nmodel = Net().cuda()\ndef f(x, y):\n    return accuracy(output=model(x), labels=y)\n"},
+    {"train.py": "from scores import accuracy\nmodel = Net().cuda()\ndef f(x, y):\n    return accuracy(model(x), y)\n",
+     "scores.py": "def accuracy(a, b):\n    return 0\n"},
+    # a name merely mentioned, and a model that is a parameter called with host data
+    {"train.py": "import metrics\nprint(metrics.accuracy)\n"},
+    {"train.py": "from metrics import accuracy\ndef f(model, x, y):\n    return accuracy(model(x.cpu()), y)\n"},
+])
+def test_a_helper_is_on_the_device_only_when_its_callers_say_so(tmp_path, callers):
+    write(tmp_path, {"metrics.py": METRICS, **callers})
+    assert float64_rows(tmp_path / "metrics.py")[0] == []
+
+
+CALLER = """
+from metrics import accuracy
+model = Net().cuda()
+def f(x, y):
+    return accuracy(model(x), y)
+"""
+
+
+def test_a_changed_or_new_caller_rechecks_the_helper(tmp_path):
+    from mpslint.runner import Mode, run
+
+    write(tmp_path, {"metrics.py": METRICS})
+    files = [(str(tmp_path / "metrics.py"), "metrics.py", Settings())]
+    cache_dir = tmp_path / "cache"
+
+    def checked():
+        [result] = run(files, Mode(), cache_dir=cache_dir, jobs=1)
+        return result.cached, [d.code for d in result.diagnostics]
+
+    assert checked() == (False, [])
+    write(tmp_path, {"train.py": CALLER})  # a new caller next to it
+    assert checked() == (False, ["MPS303"])
+    assert checked() == (True, ["MPS303"])
+    (tmp_path / "other.py").write_text("import torch\n")  # a module that does not name the helper's module
+    assert checked() == (True, ["MPS303"])
+    (tmp_path / "train.py").write_text(CALLER.replace("model(x)", "model(x).cpu()"))
+    assert checked() == (False, [])
+
+
+MOVER = """
+import numpy as np
+import torch
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+def to_device(a):
+    return torch.from_numpy(a).to(device)
+"""
+
+
+def test_a_float64_array_made_in_one_module_and_moved_in_another(tmp_path):
+    write(tmp_path, {"mover.py": MOVER, "train.py": """
+        import numpy as np
+        from mover import to_device
+        batch = to_device(np.random.randn(4, 3))
+        grid = to_device(np.linspace(0, 1, 4))
+        """})
+    rows, result = float64_rows(tmp_path / "mover.py")
+    assert rows == [(6, "MPS303")]
+    [message] = [d.message for d in result.diagnostics if d.code == "MPS303"]
+    assert "its callers in train.py pass float64 arrays" in message
+
+
+@pytest.mark.parametrize("extra, train", [
+    # one caller passes float32
+    ("", "import numpy as np\nfrom mover import to_device\n"
+         "a = to_device(np.random.randn(3))\nb = to_device(np.zeros(3, dtype=np.float32))\n"),
+    # an array of unknown dtype
+    ("", "import numpy as np\nfrom mover import to_device\na = to_device(np.load('x.npy'))\n"),
+    # the helper's own file calls it with float32: the calls in its own file are the ones read
+    ("x = to_device(np.zeros(3, dtype=np.float32))\n",
+     "import numpy as np\nfrom mover import to_device\na = to_device(np.random.randn(3))\n"),
+])
+def test_float64_arrays_into_a_helper_traps(tmp_path, extra, train):
+    write(tmp_path, {"mover.py": MOVER + extra, "train.py": train})
+    assert float64_rows(tmp_path / "mover.py")[0] == []

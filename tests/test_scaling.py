@@ -80,7 +80,18 @@ def star(n: int) -> dict:
     return files
 
 
-GRAPHS = {"chain": (chain, 12), "star": (star, 12)}
+def callers(n: int) -> dict:
+    """n modules in one package, each calling the previous one's helper with a tensor on the device: every
+    module asks who calls its own helper (analysis/project/callers.py) about the same directory."""
+    files = {"pkg/__init__.py": ""}
+    for i in range(n):
+        head = "import torch\n" + (f"from .m{i - 1} import f{i - 1}\n" if i else "")
+        call = f"def step(x):\n    return f{i - 1}(model(x))\n" if i else ""
+        files[f"pkg/m{i}.py"] = head + f"model = Net().cuda()\ndef f{i}(x):\n    return x.double()\n" + call
+    return files
+
+
+GRAPHS = {"chain": (chain, 12), "star": (star, 12), "callers": (callers, 12)}
 
 
 def project_steps(root: Path, files: dict) -> int:

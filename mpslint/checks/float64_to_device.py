@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 from typing import Optional
 
-from mpslint.analysis.device_flow import DeviceFlow
+from mpslint.analysis.device_flow import DeviceFlow, Kind
 from mpslint.analysis.project import facts
 from mpslint.analysis.syntax import dotted_name, keyword, method_name, positional
 from mpslint.checks.base import (
@@ -39,6 +40,10 @@ NUMPY_FLOAT64 = frozenset(
 RANDOM_FLOAT64 = frozenset("rand randn random random_sample normal uniform standard_normal".split())
 NUMPY_GENERATORS = frozenset(("numpy.random.RandomState", "numpy.random.default_rng", "numpy.random.Generator"))
 
+# A gym environment by its name (`env`, `eval_env`, `self.env`, `envs`), and the signs of image observations.
+_ENV = re.compile(r"(^|_)envs?$")
+_IMAGES = re.compile(r"uint8|[Aa]tari|NoFrameskip|\b255\b|[Ff]rame[Ss]tack|[Pp]ixel")
+
 FROM_ARRAY = frozenset(("torch.from_numpy", "torch.tensor", "torch.as_tensor", "torch.asarray"))
 
 
@@ -58,8 +63,9 @@ def _first_argument(call: ast.Call) -> Optional[ast.AST]:
 
 
 class Float64ToDevice(Rule):
-    # numpy: its float arrays are float64 without the word in the file (`np.array([0.5])`, `np.zeros(3)`).
-    TRIGGERS = ("float64", "double", "numpy")
+    # numpy: its float arrays are float64 without the word in the file (`np.array([0.5])`, `np.zeros(3)`);
+    # a gym environment's observations too (`obs, reward, done, info = env.step(a)`).
+    TRIGGERS = ("float64", "double", "numpy", "env.step", "env.reset", "envs.step", "envs.reset")
 
     @property
     def flow(self) -> DeviceFlow:
@@ -83,7 +89,7 @@ class Float64ToDevice(Rule):
             if self.flow.is_device(node.func.value):  # type: ignore[attr-defined]
                 start = attribute_name_start(self.ctx, node.func)  # type: ignore[arg-type]
                 fix = FixSpec.unsafe("Use `.float()` (float32)", replace_span(start, node.func, "float"))
-                self._report(node, "makes a float64 tensor on the device", fix)
+                self._report(node, "makes a float64 tensor on the device", fix, device=True)
         elif method in ("to", "type"):
             self._to(node, method)
         elif method == "cuda" and self._from_numpy_float64(node.func.value):  # type: ignore[attr-defined]
@@ -112,17 +118,75 @@ class Float64ToDevice(Rule):
             dtype = next((v for v in positional(node) if flow.is_dtype(v)), None)
         if dtype is not None:
             if self._is_float64(dtype) and flow.is_device(node):
-                self._report(node, "makes a float64 tensor on the device", self._dtype_fix(dtype))
+                self._report(node, "makes a float64 tensor on the device", self._dtype_fix(dtype), device=True)
             return
-        if method != "to" or not flow.is_device(node):
+        if method != "to":
             return
-        if flow.is_device(node.func.value):  # type: ignore[attr-defined]
-            return  # already on the device: this .to() is not the transfer
+        receiver = node.func.value  # type: ignore[attr-defined]
+        if type(receiver) is ast.Name and flow.kind(receiver) is Kind.MODULE:
+            target = flow.to_target(node)
+            if target is not None and flow.kind(target) is Kind.ACCEL and self._module_made_float64(receiver, node):
+                self._report(node, f"moves `{receiver.id}`, made float64 above, to the device", self._cast_first(node))
+            return
+        if not flow.is_device(node) or flow.is_device(receiver):
+            return  # not a move to the device, or already on it: this .to() is not the transfer
         if self._from_numpy_float64(node.func.value):  # type: ignore[attr-defined]
             self._report(node, "moves float64 data to the device", self._cast_first(node))
 
     def _is_float64(self, dtype: ast.AST) -> bool:
         return self.flow.dtype_value(dtype) in FLOAT64_DTYPES
+
+    def _names_float64(self, target: ast.AST) -> bool:
+        """What ``.type(target)`` makes: ``torch.float64``, ``torch.DoubleTensor`` or ``"torch.DoubleTensor"``."""
+        if type(target) is ast.Constant:
+            return target.value in ("torch.DoubleTensor", "torch.cuda.DoubleTensor")  # type: ignore[attr-defined]
+        return self._is_float64(target) or self.ctx.qualify(target) in ("torch.DoubleTensor", "torch.cuda.DoubleTensor")
+
+    def _module_made_float64(self, name: ast.Name, move: ast.Call) -> bool:
+        """``model.double()`` (or ``.to(torch.float64)``, ``.type(torch.float64)``) as a statement before this
+        ``model.to(device)`` in the same scope, with no cast back to another dtype between: a module converts
+        its parameters in place (a tensor's ``x.double()`` alone changes nothing, so only modules count)."""
+        casts = self._in_place_casts().get((self.ctx.tree.scope_of(move), name.id), ())
+        here = self.ctx.tree.index(move)
+        earlier = [float64 for index, float64 in casts if index < here]
+        if earlier:
+            return earlier[-1]
+        # `model = Net().to(torch.float64)`, then moved (not `Net().double().to(device)`: moved there already).
+        bindings = self.flow.visible(name.id, name)
+        if len(bindings) != 1 or bindings[0].how != "assign" or bindings[0].path or bindings[0].value is None:
+            return False
+        value = bindings[0].value
+        if method_name(value) == "cuda" or (method_name(value) == "to" and self.flow.to_target(value) is not None):  # type: ignore[arg-type]
+            return False
+        return self._from_numpy_float64(value)
+
+    def _in_place_casts(self):
+        """(scope, name) -> [(tree index, whether it makes float64)] of ``name.<cast>(...)`` statements."""
+        found = self.__dict__.get("_casts")
+        if found is None:
+            found = self.__dict__["_casts"] = {}
+            tree = self.ctx.tree
+            for statement in tree.of_type(ast.Expr):
+                call = statement.value  # type: ignore[attr-defined]
+                method = method_name(call)
+                if method is None or type(call.func.value) is not ast.Name:  # type: ignore[attr-defined]
+                    continue
+                if method in ("double", "float", "half", "bfloat16") and not call.args:  # type: ignore[attr-defined]
+                    float64 = method == "double"
+                elif method in ("to", "type"):
+                    dtype = keyword(call, "dtype")
+                    if dtype is None:
+                        dtype = next((v for v in positional(call) if self.flow.is_dtype(v)), None)
+                    if dtype is None and method == "type" and call.args:  # type: ignore[attr-defined]
+                        dtype = call.args[0]  # type: ignore[attr-defined]
+                    if dtype is None:
+                        continue
+                    float64 = self._names_float64(dtype)
+                else:
+                    continue
+                key = (tree.scope_of(statement), call.func.value.id)  # type: ignore[attr-defined]
+                found.setdefault(key, []).append((tree.index(statement), float64))
+        return found
 
     def _float64_array_argument(self, call: ast.Call) -> bool:
         """The call's data is a numpy array that may be float64 (torch turns Python floats into float32)."""
@@ -172,6 +236,8 @@ class Float64ToDevice(Rule):
         method = method_name(expr) if not qualified else None
         if method == "double" and not expr.args:  # type: ignore[attr-defined]
             return True  # `x.double()` on the host, then moved
+        if method == "type" and len(expr.args) == 1 and not expr.keywords:  # type: ignore[attr-defined]
+            return self._names_float64(expr.args[0])  # type: ignore[attr-defined]  # `x.type(torch.float64)`
         if method is None or method in CASTS:
             return False
         if method == "to":
@@ -197,9 +263,12 @@ class Float64ToDevice(Rule):
             bindings = self.flow.visible(array.id, array)  # type: ignore[attr-defined]
             if not bindings:
                 return self.flow.imported_fact(array.id) == facts.FLOAT64  # type: ignore[attr-defined]
+            if len(bindings) == 1 and bindings[0].how == "param":
+                return self._passed_float64(bindings[0], depth, python_floats)
             return any(
-                b.how == "assign" and not b.path and b.value is not None
-                and self._may_be_float64_array(b.value, depth + 1, python_floats=python_floats)
+                b.how == "assign" and b.value is not None and (
+                    (not b.path and self._may_be_float64_array(b.value, depth + 1, python_floats=python_floats))
+                    or (b.path in ((), (0,)) and self._observation(b.value)))
                 for b in bindings
             )
         if cls is ast.Constant:
@@ -244,6 +313,46 @@ class Float64ToDevice(Rule):
             return True  # np.random.RandomState(seed).randn(...), rng.standard_normal(...)
         return False
 
+    def _passed_float64(self, binding, depth: int, python_floats: bool) -> bool:
+        """A parameter of a top-level function that every caller gives a float64 array: the calls in this file,
+        or where it has none, those of the modules next to it (``analysis/project/callers.py``)."""
+        function = binding.function
+        if type(function) not in (ast.FunctionDef, ast.AsyncFunctionDef) or self.ctx.parent(function) is not self.ctx.module:
+            return False
+        ordered = [*function.args.posonlyargs, *function.args.args]  # type: ignore[union-attr]
+        position = next((i for i, a in enumerate(ordered) if a is binding.value), None)
+        if position is None:
+            return False
+        here = self.flow.calls.get(function.name)  # type: ignore[union-attr]
+        if here:
+            values = []
+            for call, is_method in here:
+                plain = [a for a in call.args if type(a) is not ast.Starred]
+                if is_method or len(plain) != len(call.args) or position >= len(plain):
+                    return False
+                values.append(plain[position])
+            return all(self._may_be_float64_array(v, depth + 1, python_floats=python_floats) for v in values)
+        passed, files = self.ctx.project.callers(function.name)  # type: ignore[union-attr]
+        if position < len(passed) and passed[position] == facts.FLOAT64:
+            self.__dict__.setdefault("_float64_callers", {})[function] = files
+            return True
+        return False
+
+    def _observation(self, value: ast.AST) -> bool:
+        """``env.step(a)`` / ``env.reset()`` (their first item when unpacked): a gym environment's observation,
+        a float64 array for most continuous-control environments. Not in a file that handles image
+        observations (uint8 frames, Atari, ``/ 255``), whose arrays are uint8."""
+        if type(value) is not ast.Call or method_name(value) not in ("step", "reset"):
+            return False
+        owner = value.func.value  # type: ignore[attr-defined]
+        name = owner.attr if type(owner) is ast.Attribute else owner.id if type(owner) is ast.Name else ""  # type: ignore[attr-defined]
+        if not _ENV.search(name):
+            return False
+        images = self.__dict__.get("_images")
+        if images is None:
+            images = self.__dict__["_images"] = _IMAGES.search(self.ctx.source) is not None
+        return not images
+
     def _numpy_generator(self, receiver: ast.AST, depth: int = 0) -> bool:
         """``np.random.RandomState(s)`` / ``np.random.default_rng(s)``, directly or through a name."""
         if type(receiver) is ast.Call:
@@ -256,7 +365,24 @@ class Float64ToDevice(Rule):
             )
         return False
 
-    def _report(self, node: ast.AST, what: str, fix: Optional[FixSpec]) -> None:
+    def _callers_say(self, node: ast.AST, device: bool) -> str:
+        """Where the device comes from when only the callers in other modules say it (``callers.py``)."""
+        scope = self.ctx.tree.scope_of(node)
+        float64 = self.__dict__.get("_float64_callers", {})
+        while scope is not None and scope is not self.ctx.module:
+            for found, what in ((self.flow.from_callers if device else {}, "tensors on the device"),
+                                (float64, "float64 arrays")):
+                files = found.get(scope)
+                if files:
+                    names = ", ".join(sorted({os.path.basename(f) for f in files}))
+                    return f" (its callers in {names} pass {what})"
+            outer = self.ctx.tree.scope_of(scope)
+            scope = None if outer is scope else outer
+        return ""
+
+    def _report(self, node: ast.AST, what: str, fix: Optional[FixSpec], device: bool = False) -> None:
+        """``device``: the finding rests on the value being on the device (what callers may have said)."""
+        what += self._callers_say(node, device)
         self.report(
             node,
             f"`{short(self.ctx, node)}` {what}: MPS has no float64 (\"Cannot convert a MPS Tensor to float64 dtype\"); "

@@ -65,6 +65,17 @@ def _binds_torch_device(ctx: Context, scope: ast.AST) -> bool:
     return False
 
 
+def _literal_kwargs(node: Optional[ast.AST]):
+    """The (key, value) pairs of ``{"pin_memory": True, ...}`` or ``dict(pin_memory=True, ...)``; None for
+    anything else (a dict built another way says nothing sure about its keys)."""
+    if type(node) is ast.Dict:
+        return [(k.value, v) for k, v in zip(node.keys, node.values)  # type: ignore[attr-defined]
+                if type(k) is ast.Constant and isinstance(k.value, str)]
+    if type(node) is ast.Call and dotted_name(node.func) == "dict" and not node.args:  # type: ignore[attr-defined]
+        return [(k.arg, k.value) for k in node.keywords if k.arg is not None]  # type: ignore[attr-defined]
+    return None
+
+
 class PinMemory(Rule):
     TRIGGERS = ("pin_memory",)
 
@@ -105,11 +116,11 @@ class PinMemory(Rule):
         if found is None and not guarded_by(ctx, loader, CUDA_WORDS):
             self._pinned_elsewhere(name)
             return
-        if type(found) is not ast.Dict or guarded_by(ctx, found, CUDA_WORDS):
+        pairs = _literal_kwargs(found)
+        if pairs is None or guarded_by(ctx, found, CUDA_WORDS):
             return  # `{"pin_memory": True} if use_cuda else {}` pins for CUDA only
-        for key, value in zip(found.keys, found.values):  # type: ignore[attr-defined]
-            if key is not None and type(key) is ast.Constant and key.value == "pin_memory" \
-                    and type(value) is ast.Constant and value.value is True:
+        for key, value in pairs:
+            if key == "pin_memory" and type(value) is ast.Constant and value.value is True:
                 condition = self._cuda_condition(value)
                 fix = FixSpec.safe(f"Pin memory only on CUDA: `{condition}`", replace(value, condition)) if condition else None
                 self.report(value, "`pin_memory` set to True in keyword arguments for a DataLoader has no effect on MPS "

@@ -6,7 +6,7 @@ import ast
 from typing import Iterable, List, Optional
 
 from mpslint.analysis.syntax import dotted_name, keyword, positional
-from mpslint.analysis.device_flow.kinds import DEVICE_NAME, FACTORIES, HOST_BUILTINS, HOST_METHODS, HOST_MODULES, JOIN_BUILTINS, Kind, MAX_DEPTH, META_ATTRS, MODULE_LIKE, MODULE_METHODS, NO_GRAD, OBJECT_OWNERS, _ATTRIBUTE, _CALL, _NAME, arithmetic, join, join_all, names_a_dtype, string_kind
+from mpslint.analysis.device_flow.kinds import _fact_kind, DEVICE_NAME, FACTORIES, HOST_BUILTINS, HOST_METHODS, HOST_MODULES, JOIN_BUILTINS, Kind, MAX_DEPTH, META_ATTRS, MODULE_LIKE, MODULE_METHODS, NO_GRAD, OBJECT_OWNERS, _ATTRIBUTE, _CALL, _NAME, arithmetic, join, join_all, names_a_dtype, string_kind
 from mpslint.analysis.device_flow.bindings import Binding, _class_of
 
 
@@ -191,6 +191,12 @@ class Evaluation:
             if candidate is param:
                 position = i
         kinds = []
+        if position is not None and self.tree.parent(function) is self.tree.module:
+            passed, files = self.ctx.project.callers(function.name)  # type: ignore[union-attr]
+            kind = _fact_kind(passed[position]) if position < len(passed) and passed[position] else None
+            if kind is Kind.DEVICE and not self.calls.get(function.name):  # type: ignore[union-attr]
+                self.from_callers[function] = files
+                return kind
         for call, is_method in self.calls.get(function.name, ()):  # type: ignore[union-attr]
             index = position - 1 if (is_method and position is not None) else position
             value = None

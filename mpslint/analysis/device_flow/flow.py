@@ -31,6 +31,8 @@ class DeviceFlow(Evaluation, Placement, Bindings, AcrossModules):
         self.no_grad_functions: Set[ast.AST] = set()
         # Calls of functions by simple name (``f(...)``, ``self.f(...)`` -> is_method).
         self.calls: Dict[str, List[Tuple[ast.Call, bool]]] = {}
+        # Functions whose parameters the callers in other modules say are on the device: their files.
+        self.from_callers: Dict[ast.AST, List[str]] = {}
         self.device_names: List[str] = []
         self._memo: Dict[ast.AST, Kind] = {}
         self._busy: Set[ast.AST] = set()

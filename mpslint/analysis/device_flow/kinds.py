@@ -64,12 +64,7 @@ JOIN_BUILTINS = frozenset("sum max min abs".split())
 HOST_MODULES = ("numpy", "math", "random", "time", "os", "json", "pandas", "sklearn", "scipy", "logging", "statistics")
 
 
-# Callees that are modules or loss functions by every naming convention in the wild.
-MODULE_LIKE = re.compile(
-    r"model|net|loss|criterion|generator|discriminator|encoder|decoder|backbone|head|classifier|"
-    r"layer|module|block|critic|policy|actor|vae|unet|transformer|gather",
-    re.IGNORECASE,
-)
+from mpslint.analysis.project.evaluate import MODULE_LIKE  # noqa: E402  (the project model names modules too)
 
 
 # Objects whose ``.device`` is the training device (not some tensor's own device).

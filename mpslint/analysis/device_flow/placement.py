@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from mpslint.analysis.syntax import dotted_name, last_name, positional
 from mpslint.analysis.tree import Scope
@@ -200,15 +200,20 @@ class Placement:
 
     def _is_module_expression(self, receiver: ast.AST, depth: int = 0) -> bool:
         """``Net()`` / ``models.resnet18()`` / a placed name: a module, not a tensor."""
+        return self._module_evidence(receiver, depth, frozenset()) is True
+
+    def _module_evidence(self, receiver: ast.AST, depth: int, resolving: FrozenSet[str]) -> Optional[bool]:
+        """Whether ``receiver`` is a module; None for a name met again while its own bindings are read
+        (``pipe = pipe.to("cpu")`` in a loop says nothing either way: the name's other bindings decide)."""
         if depth > 6:
-            return False  # `x = x.to(device)` in a loop: the name's value is itself
+            return False
         if type(receiver) is _CALL:
             func = receiver.func  # type: ignore[attr-defined]
             qualified = self._qualified(func) or dotted_name(func) or ""
             if qualified.startswith("torch.") and not qualified.startswith("torch.nn."):
                 return False
             if type(func) is _ATTRIBUTE and func.attr in ("to", "cuda", "float", "half", "eval", "train"):
-                return self._is_module_expression(func.value, depth + 1)
+                return self._module_evidence(func.value, depth + 1, resolving)
             if self._is_instance(func):
                 return False  # `model(x)`: a module's forward returns tensors
             return builds_module(qualified)
@@ -218,12 +223,19 @@ class Placement:
         if name in self.placed:
             return True
         if type(receiver) is _NAME:
+            if name in resolving:
+                return None
             # `vae = vae.to(device)`: a module if the name held one (`vae = AutoencoderKL.from_pretrained(...)`),
             # or is a parameter named like one (`def generate(vae, ...)`).
             bindings = self.visible(name, receiver)
             held = [b for b in bindings if b.how == "assign" and not b.path and b.value is not None]
             if held:
-                return all(type(b.value) is _CALL and self._is_module_expression(b.value, depth + 1) for b in held)
+                inner = resolving | {name}
+                found = [self._module_evidence(b.value, depth + 1, inner) if type(b.value) is _CALL else False
+                         for b in held]
+                if False in found:
+                    return False
+                return True if True in found else None
             return bool(bindings) and all(b.how == "param" for b in bindings) and bool(MODULE_LIKE.search(name)) \
                 and "loss" not in name.lower() and "criterion" not in name.lower()
         return False

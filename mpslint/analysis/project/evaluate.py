@@ -10,6 +10,7 @@ through arithmetic, tensor methods and ``torch`` functions.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Callable, Dict, Optional
 
 from mpslint.analysis.names import qualify_dotted
@@ -26,6 +27,14 @@ TORCH_FACTORIES = frozenset(
 ACCELERATORS = ("cuda", "mps", "xpu")
 CUDA_FLAGS = frozenset(("torch.cuda.is_available",))
 FLOAT64_DTYPES = frozenset(("torch.float64", "torch.double"))
+
+# Callees that are modules or loss functions by every naming convention in the wild.
+MODULE_LIKE = re.compile(
+    r"model|net|loss|criterion|generator|discriminator|encoder|decoder|backbone|head|classifier|"
+    r"layer|module|block|critic|policy|actor|vae|unet|transformer|gather",
+    re.IGNORECASE,
+)
+
 
 Lookup = Callable[[str], Optional[str]]  # a name's fact where the expression is
 
@@ -157,7 +166,7 @@ class Evaluator:
                 return facts.HOST_TENSOR
             if type(target) is ast.Attribute and target.attr == "device":  # type: ignore[attr-defined]
                 return facts.DEVICE_TENSOR  # x.to(self.device) / x.to(model.device)
-            if type(target) is ast.Name and _names_a_device(target.id):  # type: ignore[attr-defined]
+            if type(target) is ast.Name and names_a_device(target.id):  # type: ignore[attr-defined]
                 return facts.DEVICE_TENSOR
             return None
         base = self.fact(receiver, depth + 1)
@@ -166,7 +175,7 @@ class Evaluator:
         return None
 
 
-def _names_a_device(name: str) -> bool:
+def names_a_device(name: str) -> bool:
     return name in ("device", "dev") or name.endswith("_device") or name.startswith("device_")
 
 

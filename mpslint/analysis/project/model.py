@@ -15,7 +15,8 @@ import os
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 
-from mpslint.analysis.project import layout
+from mpslint.analysis.project import callers, layout
+from mpslint.analysis.project.callers import CALLERS
 from mpslint.analysis.project.store import SummaryStore
 from mpslint.analysis.project.summary import ModuleSummary
 
@@ -51,6 +52,10 @@ class Project:
         self.modules: Dict[Tuple[Tuple[str, ...], str], Tuple[Optional[ModuleRef], Dict[str, str]]] = {}
         self.resolved: Dict[Tuple[str, str], "_Entry"] = {}
         self.stars: Dict[str, tuple] = {}  # file -> its star imports, indexed (Lookup._stars)
+        self.callers: Dict[Tuple[str, str], tuple] = {}  # (file, function) -> what its callers pass (Lookup.callers)
+        self.texts: Dict[str, bytes] = {}  # file -> its bytes, for the modules callers are looked for in (callers.py)
+        self.indexes: Dict[str, object] = {}  # directory -> its modules, or the index of their words (callers.py)
+        self.calls: Dict[Tuple[str, str], dict] = {}  # (file, function) -> what the file passes to it (callers.py)
         self.steps = 0  # resolutions made or reused: what tests/test_scaling.py counts
 
     def summary_at(self, path: str) -> Optional[ModuleSummary]:
@@ -74,11 +79,16 @@ class Project:
 
     def digest_at(self, path: str) -> str:
         """The digest of the summary of the file at ``path`` as this run first found it (a run checks every
-        cached entry's dependencies: each file is read once, not once per importer)."""
+        cached entry's dependencies: each file is read once, not once per importer). ``path`` may also be
+        a question about callers (``callers.key``): a directory's modules, or what one module passes."""
         found = self._digests.get(path)
         if found is None:
-            summary = self.summary_at(path)
-            found = self._digests[path] = summary.digest if summary is not None else ABSENT
+            if CALLERS in path:
+                found = callers.digest(self, path)
+            else:
+                summary = self.summary_at(path)
+                found = summary.digest if summary is not None else ABSENT
+            self._digests[path] = found
         return found
 
     def forget(self) -> None:
@@ -88,6 +98,10 @@ class Project:
         self.modules.clear()
         self.resolved.clear()
         self.stars.clear()
+        self.callers.clear()
+        self.texts.clear()
+        self.indexes.clear()
+        self.calls.clear()
         layout.clear()
 
 
@@ -260,6 +274,17 @@ class Lookup:
             known = self.project.stars[where.path] = (entry, bound, nested)
         self.stack[-1].children.append(known[0])
         return known[1], known[2]
+
+    def callers(self, where: ModuleRef, function: str) -> Tuple[List[Optional[str]], List[str]]:
+        """What the other modules next to ``where`` (its directory and its root's) pass to its top-level
+        ``function``: per positional argument the fact all their calls agree on, and the files that call it."""
+        key = (where.path, function)
+        known = self.project.callers.get(key)
+        if known is None:
+            known = self.project.callers[key] = callers.find(self.project, where, function)
+        passed, files, depends = known
+        self.stack[-1].files.update(depends)
+        return passed, files
 
     def imported(self, where: ModuleRef, entry: list, seen: Set[Tuple[str, str]]) -> Optional[Resolved]:
         if entry[0] == "import":

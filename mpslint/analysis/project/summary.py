@@ -15,6 +15,9 @@ against the project. What a summary holds:
   (``Class.method``), in terms of its arguments (``arg:K``: on the device of
   the K-th positional argument, ``self`` not counted).
 
+Not in a summary, asked only when a rule needs it: ``calls_to(module, source,
+function)``, what the module passes to a function it imports (``callers.py``).
+
 Cost: one walk of the tree for the bindings, one per function body (nested
 functions are not summarized), every fact memoized: linear in the module.
 """
@@ -22,14 +25,16 @@ functions are not summarized), every fact memoized: linear in the module.
 from __future__ import annotations
 
 import ast
+import bisect
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
-from mpslint.analysis.names import ImportTable
+from mpslint.analysis.names import LIBRARIES, ImportTable
 from mpslint.analysis.project import facts
-from mpslint.analysis.project.evaluate import Evaluator
+from mpslint.analysis.project.evaluate import MODULE_LIKE, Evaluator, names_a_device, string_fact
 from mpslint.analysis.syntax import dotted_name
 
 FORMAT = 2  # bump when what a summary holds changes: cached summaries of another format are not read
@@ -76,6 +81,13 @@ def summarize(module: ast.Module, *, facts: bool = True) -> ModuleSummary:
     return _Summarizer(module, facts).summary
 
 
+def calls_to(module: ast.Module, source: Optional[bytes], function: str) -> Dict[str, List[Optional[str]]]:
+    """What this module passes to ``function``, a function it imports from the project, by the name it calls
+    it (``accuracy``, ``utils.accuracy``): per positional argument, the fact every such call here agrees on.
+    ``source``, the module's text when known, lets only the functions whose lines call it be read."""
+    return _Summarizer(module, False)._calls_to(function, source)
+
+
 _BLOCKS = ("body", "orelse", "finalbody")
 
 
@@ -113,6 +125,7 @@ def _type_checking(test: ast.AST) -> bool:
 
 class _Summarizer:
     def __init__(self, module: ast.Module, with_facts: bool = True) -> None:
+        self.module = module
         self.summary = ModuleSummary()
         self.table = ImportTable()
         self.assignments: Dict[str, List[Optional[ast.AST]]] = {}  # top-level name -> assigned values (None: unknown)
@@ -273,44 +286,96 @@ class _Summarizer:
         return self._memoized(("returns", key), lambda: self._returns(key))
 
     def _returns(self, key: str) -> Optional[str]:
-        function = self.functions[key]
-        args = function.args  # type: ignore[attr-defined]
-        ordered = [*args.posonlyargs, *args.args]
-        if self.methods.get(key) and ordered:
-            ordered = ordered[1:]
+        returned, evaluator, close, _ = self._scope(key)
+        try:
+            if not returned:
+                return None
+            result = evaluator.fact(returned[0])
+            for value in returned[1:]:
+                result = facts.join(result, evaluator.fact(value))
+            return result
+        finally:
+            close()
+
+    def _scope(self, key: Optional[str], sites: bool = False):
+        """(returned values, an evaluator of expressions in the function's body, a function that frees them).
+
+        ``key`` None: the module's own body. ``sites``: the evaluator is for the arguments of calls
+        (``calls_to``): a parameter is not known, and a module this file placed on the device (``placed``)
+        gives device tensors when called.
+        """
         local: Dict[str, List[Optional[ast.AST]]] = {}
-        params = {a.arg: i for i, a in enumerate(ordered)}
-        for extra in (*args.kwonlyargs, args.vararg, args.kwarg):
-            if extra is not None:
-                local[extra.arg] = [None]
-        returns: List[Optional[ast.AST]] = []
-        local_statements: Dict[int, ast.AST] = {}  # id of an assigned value -> its statement
-        for node in _body_nodes(function.body):  # type: ignore[attr-defined]
-            cls = type(node)
-            if cls is ast.Return:
-                returns.append(node.value)  # type: ignore[attr-defined]
-            elif cls is ast.Assign:
-                local_statements[id(node.value)] = node  # type: ignore[attr-defined]
-                for target in node.targets:  # type: ignore[attr-defined]
-                    _local_assign(local, target, node.value)  # type: ignore[attr-defined]
-            elif cls is ast.AnnAssign and node.value is not None:  # type: ignore[attr-defined]
-                local_statements[id(node.value)] = node  # type: ignore[attr-defined]
-                _local_assign(local, node.target, node.value)  # type: ignore[attr-defined]
-            elif cls is ast.AugAssign and type(node.target) is ast.Name:  # type: ignore[attr-defined]
-                local.setdefault(node.target.id, []).append(node)  # type: ignore[attr-defined]
-            elif cls in (ast.For, ast.AsyncFor):
-                _local_assign(local, node.target, None)  # type: ignore[attr-defined]
-            elif cls is ast.withitem and node.optional_vars is not None:  # type: ignore[attr-defined]
-                _local_assign(local, node.optional_vars, None)  # type: ignore[attr-defined]
-        returned = [r for r in returns if not (r is None or (type(r) is ast.Constant and r.value is None))]  # type: ignore[attr-defined]
-        if not returned:
-            return None
-        owner = key.split(".", 1)[0] if "." in key else None
-        straight = set(map(id, function.body))  # type: ignore[attr-defined]
+        spots: Dict[str, List[Tuple[int, int]]] = {}  # where each of a local's assignments is, in the same order
+        params: Dict[str, int] = {}
+        returned: List[ast.AST] = []
+        owner = None
+        if key is not None:
+            function = self.functions[key]
+            args = function.args  # type: ignore[attr-defined]
+            ordered = [*args.posonlyargs, *args.args]
+            if self.methods.get(key) and ordered:
+                ordered = ordered[1:]
+            params = {a.arg: i for i, a in enumerate(ordered)}
+            for extra in (*args.kwonlyargs, args.vararg, args.kwarg):
+                if extra is not None:
+                    local[extra.arg] = [None]
+            returns: List[Optional[ast.AST]] = []
+            local_statements: Dict[int, ast.AST] = {}  # id of an assigned value -> its statement
+            for node in _body_nodes(function.body):  # type: ignore[attr-defined]
+                cls = type(node)
+                spot = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+                if cls is ast.Return:
+                    returns.append(node.value)  # type: ignore[attr-defined]
+                elif cls is ast.Assign:
+                    local_statements[id(node.value)] = node  # type: ignore[attr-defined]
+                    for target in node.targets:  # type: ignore[attr-defined]
+                        _local_assign(local, target, node.value, spots, spot)  # type: ignore[attr-defined]
+                elif cls is ast.AnnAssign and node.value is not None:  # type: ignore[attr-defined]
+                    local_statements[id(node.value)] = node  # type: ignore[attr-defined]
+                    _local_assign(local, node.target, node.value, spots, spot)  # type: ignore[attr-defined]
+                elif cls is ast.AugAssign and type(node.target) is ast.Name:  # type: ignore[attr-defined]
+                    local.setdefault(node.target.id, []).append(node)  # type: ignore[attr-defined]
+                    spots.setdefault(node.target.id, []).append(spot)  # type: ignore[attr-defined]
+                elif cls in (ast.For, ast.AsyncFor):
+                    _local_assign(local, node.target, None, spots, spot)  # type: ignore[attr-defined]
+                elif cls is ast.withitem and node.optional_vars is not None:  # type: ignore[attr-defined]
+                    spot = (node.optional_vars.lineno, node.optional_vars.col_offset)  # type: ignore[attr-defined]
+                    _local_assign(local, node.optional_vars, None, spots, spot)  # type: ignore[attr-defined]
+            returned = [r for r in returns if not (r is None or (type(r) is ast.Constant and r.value is None))]  # type: ignore[attr-defined]
+            owner = key.split(".", 1)[0] if "." in key else None
+            straight = set(map(id, function.body))  # type: ignore[attr-defined]
         running: Dict[str, Optional[str]] = {}  # a name's fact while its own assignments are read
         memo: Dict[str, Optional[str]] = {}
 
+        at: List[Tuple[int, int]] = []  # sites: where the call whose arguments are read is
+
+        def before(name: str) -> Optional[str]:
+            """Sites: the name's fact from its last assignment before ``at[-1]`` (a loop's later ones aside)."""
+            values, places = local[name], spots.get(name, ())
+            if len(places) != len(values):
+                return None  # a keyword-only or variadic parameter
+            position = at[-1]
+            last = None
+            for i, place in enumerate(places):
+                if place < position and (last is None or place >= places[last]):
+                    last = i
+            if last is None:
+                return None
+            key = f"{name}@{places[last]}"
+            if key not in memo:
+                value = values[last]
+                memo[key] = None
+                if value is not None and type(value) is not ast.AugAssign:
+                    at.append(places[last])
+                    try:
+                        memo[key] = evaluator.fact(value)
+                    finally:
+                        at.pop()
+            return memo[key]
+
         def lookup(name: str) -> Optional[str]:
+            if sites and at and name in local:
+                return before(name)
             if name in running:
                 return running[name]
             if name in memo:
@@ -335,7 +400,7 @@ class _Summarizer:
                 memo[name] = running.pop(name)
                 return memo[name]
             if name in params:
-                return facts.argument(params[name])
+                return None if sites else facts.argument(params[name])
             return self._module_lookup(name)
 
         def call_fact(call: ast.Call) -> Optional[str]:
@@ -345,17 +410,60 @@ class _Summarizer:
                 return self._applied(self.returns(f"{owner}.{func.attr}"), call, lookup, call_fact)  # type: ignore[attr-defined]
             if type(func) is ast.Name and func.id in self.functions and func.id not in local:  # type: ignore[attr-defined]
                 return self._applied(self.returns(func.id), call, lookup, call_fact)  # type: ignore[attr-defined]
+            if sites and type(func) is ast.Name and _calls_a_placed_module(func.id, call, local, params,  # type: ignore[attr-defined]
+                                                                         self.placed, evaluator):
+                return facts.DEVICE_TENSOR
             return None
 
         evaluator = Evaluator(self.table.bindings, lookup, call_fact)
-        try:
-            result = evaluator.fact(returned[0])
-            for value in returned[1:]:
-                result = facts.join(result, evaluator.fact(value))
-        finally:
+
+        def close() -> None:
             # The closures and the evaluator refer to one another (and call_fact to itself).
-            evaluator = lookup = call_fact = None  # type: ignore[assignment]
-        return result
+            nonlocal evaluator, lookup, call_fact, before
+            evaluator = lookup = call_fact = before = None  # type: ignore[assignment]
+
+        return returned, evaluator, close, at
+
+    def _calls_to(self, function: str, source: Optional[bytes]) -> Dict[str, List[Optional[str]]]:
+        module = self.module
+        imports = self.summary.imports
+        direct = {local for local, entry in imports.items() if entry[0] == "from" and entry[3] == function}
+        modules = {  # `utils.accuracy(...)`: a project module imported by name
+            local for local, entry in imports.items()
+            if (entry[0] == "import" and entry[1].split(".", 1)[0] not in LIBRARIES)
+            or (entry[0] == "from" and (entry[1] or entry[2].split(".", 1)[0] not in LIBRARIES)
+                and not _class_like(entry[3]))
+        }
+        candidates = direct | modules
+        if not candidates:
+            return {}
+        lines = _call_lines(source, direct, modules, function)
+        if lines is not None and not lines:
+            return {}
+        self.placed = _placed_names(module.body)
+        found: Dict[str, List[Optional[str]]] = {}
+        scopes: List[Tuple[Optional[str], List[ast.stmt]]] = [(None, module.body)]
+        scopes.extend((key, node.body) for key, node in self.functions.items()  # type: ignore[attr-defined]
+                      if lines is None or _spans(node, lines))
+        for key, body in scopes:
+            calls = [c for c in _calls_in(body) if _callee(c, candidates, imports, function) is not None]
+            if not calls:
+                continue
+            _, evaluator, close, at = self._scope(key, sites=True)
+            try:
+                for call in calls:
+                    name = _callee(call, candidates, imports, function)
+                    at[:] = [(call.lineno, call.col_offset)]
+                    passed = [None if type(a) is ast.Starred else evaluator.fact(a) for a in call.args]
+                    passed = [None if f is None or f.startswith(facts.ARGUMENT) else f for f in passed]
+                    if name in found:
+                        before = found[name]
+                        passed = [facts.join(before[i], passed[i]) if i < len(passed) else None
+                                  for i in range(len(before))]
+                    found[name] = passed
+            finally:
+                close()
+        return found
 
     def _memoized(self, key: Tuple[str, str], compute) -> Optional[str]:
         if key in self.memo:
@@ -371,12 +479,109 @@ class _Summarizer:
         return result
 
 
-def _local_assign(local: Dict[str, List[Optional[ast.AST]]], target: ast.AST, value: Optional[ast.AST]) -> None:
+def _call_lines(source: Optional[bytes], direct: Set[str], modules: Set[str], function: str) -> Optional[List[int]]:
+    """The lines (sorted) where the text calls ``function`` (``name(`` for a name of ``direct``,
+    ``module.function(`` for one of ``modules``); None when the text is not known or its lines are not
+    counted as Python counts them (a lone carriage return)."""
+    if source is None or source.count(b"\r") != source.count(b"\r\n"):
+        return None
+    spellings = [re.escape(n.encode()) for n in sorted(direct)]
+    spellings += [re.escape(n.encode()) + rb"\s*\.\s*" + re.escape(function.encode()) for n in sorted(modules)]
+    pattern = re.compile(rb"(?<![\w.])(?:" + b"|".join(spellings) + rb")\s*\(")
+    found: List[int] = []
+    line, position = 1, 0
+    for match in pattern.finditer(source):
+        line += source.count(b"\n", position, match.start())
+        position = match.start()
+        found.append(line)
+    return found
+
+
+def _spans(node: ast.AST, lines: List[int]) -> bool:
+    """Some line of ``lines`` (sorted) is inside ``node``."""
+    first = bisect.bisect_left(lines, node.lineno)  # type: ignore[attr-defined]
+    return first < len(lines) and lines[first] <= (node.end_lineno or node.lineno)  # type: ignore[attr-defined]
+
+
+def _calls_in(body: List[ast.stmt]):
+    """The calls in these statements, not entering nested functions, classes or lambdas."""
+    stack: List[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if type(node) in _SCOPES:
+            continue
+        if type(node) is ast.Call:
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _callee(call: ast.Call, candidates: Set[str], imports: Dict[str, list], function: str) -> Optional[str]:
+    """``accuracy(...)`` / ``utils.accuracy(...)`` of a name imported from the project: the name as called."""
+    func = call.func
+    if type(func) is ast.Name:
+        entry = imports.get(func.id) if func.id in candidates else None  # type: ignore[attr-defined]
+        return func.id if entry is not None and entry[0] == "from" and entry[3] == function else None  # type: ignore[attr-defined]
+    if type(func) is ast.Attribute and func.attr == function and type(func.value) is ast.Name \
+            and func.value.id in candidates:  # type: ignore[attr-defined]
+        return f"{func.value.id}.{func.attr}"  # type: ignore[attr-defined]
+    return None
+
+
+def _class_like(name: str) -> bool:
+    return name[:1].isupper()
+
+
+def _placed_names(body: List[ast.stmt]) -> FrozenSet[str]:
+    """Top-level names of modules moved to the device (``model.cuda()``, ``model = Net().to(device)``), under
+    an ``if`` too: calling one runs on the device."""
+    placed: Set[str] = set()
+    for node in _body_nodes(body):
+        cls = type(node)
+        if cls is ast.Expr and _moves_to_device(node.value):  # type: ignore[attr-defined]
+            receiver = node.value.func.value  # type: ignore[attr-defined]
+            if type(receiver) is ast.Name:
+                placed.add(receiver.id)  # type: ignore[attr-defined]
+        elif cls is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) is ast.Name \
+                and _moves_to_device(node.value):  # type: ignore[attr-defined]
+            receiver = node.value.func.value  # type: ignore[attr-defined]
+            if type(receiver) is ast.Call or (type(receiver) is ast.Name and receiver.id == node.targets[0].id):  # type: ignore[attr-defined]
+                placed.add(node.targets[0].id)  # type: ignore[attr-defined]
+    return frozenset(placed)
+
+
+def _moves_to_device(value: ast.AST) -> bool:
+    """``x.cuda()`` / ``x.to(device)`` (a device by its name or a string naming the accelerator)."""
+    if type(value) is not ast.Call or type(value.func) is not ast.Attribute:  # type: ignore[attr-defined]
+        return False
+    method = value.func.attr  # type: ignore[attr-defined]
+    if method == "cuda":
+        return True
+    if method != "to" or len(value.args) != 1 or value.keywords:  # type: ignore[attr-defined]
+        return False
+    target = value.args[0]  # type: ignore[attr-defined]
+    if type(target) is ast.Constant:
+        return string_fact(target.value) == facts.DEVICE  # type: ignore[attr-defined]
+    name = target.attr if type(target) is ast.Attribute else target.id if type(target) is ast.Name else ""  # type: ignore[attr-defined]
+    return names_a_device(name)
+
+
+def _calls_a_placed_module(name: str, call: ast.Call, local, params, placed: FrozenSet[str], evaluator) -> bool:
+    """``model(x)`` where ``model`` is a module this file placed on the device (and no local of the function),
+    or a model passed in (a parameter named like one) called with a tensor on the device."""
+    if name in placed and name not in local and name not in params:
+        return True
+    return (name in params and name not in local and MODULE_LIKE.search(name) is not None
+            and any(evaluator.fact(a) == facts.DEVICE_TENSOR for a in call.args))
+
+
+def _local_assign(local: Dict[str, List[Optional[ast.AST]]], target: ast.AST, value: Optional[ast.AST],
+                  spots: Dict[str, List[Tuple[int, int]]], spot: Tuple[int, int]) -> None:
     if type(target) is ast.Name:
         local.setdefault(target.id, []).append(value)  # type: ignore[attr-defined]
+        spots.setdefault(target.id, []).append(spot)  # type: ignore[attr-defined]
     elif type(target) in (ast.Tuple, ast.List):
         for element in target.elts:  # type: ignore[attr-defined]
-            _local_assign(local, element.value if type(element) is ast.Starred else element, None)
+            _local_assign(local, element.value if type(element) is ast.Starred else element, None, spots, spot)
 
 
 def _statement_of(value: ast.AST, statements: Dict[int, ast.AST]) -> Optional[ast.AST]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import builtins
 import os
-from typing import Dict, FrozenSet, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from mpslint.analysis.names import LIBRARIES
 from mpslint.analysis.project.layout import absolute
@@ -159,6 +159,13 @@ class ProjectView:
         if resolved is not None and resolved[0] == "function":
             return resolved[1]  # type: ignore[return-value]
         return None
+
+    def callers(self, name: str) -> Tuple[List[Optional[str]], List[str]]:
+        """What the modules next to this one pass to its top-level function ``name`` (``callers.py``): per
+        positional argument the fact they all agree on, and the calling files."""
+        if not self.path.endswith(".py"):
+            return [], []  # a notebook or stdin without a file name: no module imports it
+        return self.lookup.callers(self.here, name)
 
     def method(self, owner: str, name: str) -> Optional[str]:
         return self.summary.functions.get(f"{owner}.{name}")
