@@ -488,6 +488,9 @@ def test_an_environment_observation_moved_to_the_device(move):
     # image observations (Atari frames) are uint8
     ROLLOUT.format(move="torch.from_numpy(obs).to(device).float() / 255"),
     ROLLOUT.format(move="torch.from_numpy(obs).to(device)") + "ENV_ID = 'PongNoFrameskip-v4'\n",
+    # classic control and Box2D: float32 observations in today's gym and gymnasium
+    ROLLOUT.format(move="torch.from_numpy(obs).to(device)") + "ENV_ID = 'CartPole-v1'\n",
+    ROLLOUT.format(move="torch.as_tensor(obs, device=device)") + "env_name = 'LunarLander-v2'\n",
     # not an environment
     ROLLOUT.format(move="torch.from_numpy(obs).to(device)").replace("env.step(action)", "optimizer.step(action)")
     .replace("obs = env.reset()", "obs = loader.reset()"),

@@ -43,6 +43,9 @@ NUMPY_GENERATORS = frozenset(("numpy.random.RandomState", "numpy.random.default_
 # A gym environment by its name (`env`, `eval_env`, `self.env`, `envs`), and the signs of image observations.
 _ENV = re.compile(r"(^|_)envs?$")
 _IMAGES = re.compile(r"uint8|[Aa]tari|NoFrameskip|\b255\b|[Ff]rame[Ss]tack|[Pp]ixel")
+# Classic-control and Box2D environments: their observations are float32 in gym >= 0.22 and in gymnasium
+# (MuJoCo's stay float64), so a file that names one says nothing certain about the dtype.
+_FLOAT32_ENVS = re.compile(r"CartPole|Acrobot|MountainCar|Pendulum-|LunarLander|BipedalWalker|CarRacing")
 
 FROM_ARRAY = frozenset(("torch.from_numpy", "torch.tensor", "torch.as_tensor", "torch.asarray"))
 
@@ -341,17 +344,20 @@ class Float64ToDevice(Rule):
     def _observation(self, value: ast.AST) -> bool:
         """``env.step(a)`` / ``env.reset()`` (their first item when unpacked): a gym environment's observation,
         a float64 array for most continuous-control environments. Not in a file that handles image
-        observations (uint8 frames, Atari, ``/ 255``), whose arrays are uint8."""
+        observations (uint8 frames, Atari, ``/ 255``), whose arrays are uint8, nor in one that names a
+        classic-control or Box2D environment (float32 observations in today's gym and gymnasium)."""
         if type(value) is not ast.Call or method_name(value) not in ("step", "reset"):
             return False
         owner = value.func.value  # type: ignore[attr-defined]
         name = owner.attr if type(owner) is ast.Attribute else owner.id if type(owner) is ast.Name else ""  # type: ignore[attr-defined]
         if not _ENV.search(name):
             return False
-        images = self.__dict__.get("_images")
-        if images is None:
-            images = self.__dict__["_images"] = _IMAGES.search(self.ctx.source) is not None
-        return not images
+        not_float64 = self.__dict__.get("_observations_not_float64")
+        if not_float64 is None:
+            source = self.ctx.source
+            not_float64 = bool(_IMAGES.search(source) or _FLOAT32_ENVS.search(source))
+            self.__dict__["_observations_not_float64"] = not_float64
+        return not not_float64
 
     def _numpy_generator(self, receiver: ast.AST, depth: int = 0) -> bool:
         """``np.random.RandomState(s)`` / ``np.random.default_rng(s)``, directly or through a name."""
