@@ -184,3 +184,13 @@ def test_message_says_what_stalls_and_what_to_do():
         "`loss.item()` in the training loop waits for the device every step; "
         "accumulate on the device and read it every N steps"
     )
+
+
+def test_a_rank_test_is_not_an_interval_guard():
+    source = in_loop(
+        "if args.rank == 0:",
+        "    writer.add_scalar('loss', loss.item(), step)",  # every step on rank 0
+        "if args.rank == 0 and step % 50 == 0:",
+        "    print(loss.item())",  # every 50 steps on rank 0
+    )
+    assert rows(source, "MPS201") == [FIRST + 1]

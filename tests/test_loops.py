@@ -143,6 +143,52 @@ def test_branches_that_run_most_steps_are_not_guarded(test):
     assert not found["b"].guarded
 
 
+@pytest.mark.parametrize(
+    "test",
+    [
+        "args.rank == 0",  # the process's rank: the same on every pass
+        "args.nr == 0 and not args.quiet",
+        "net.n_classes == 1",  # a property of the model, not of the pass
+        "epoch == 0",  # the outer loop's counter: every step of the first epoch
+        "world_size == 1",
+    ],
+)
+def test_a_comparison_that_holds_on_every_pass_is_not_a_guard(test):
+    source = f"""
+    def train(args, net, loader, epoch, world_size):
+        for step, batch in enumerate(loader):
+            if {test}:
+                probe("b")
+    """
+    found, _ = probes(source)
+    assert not found["b"].guarded
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "step == 0",
+        "args.rank == 0 and step % 50 == 0",  # the rank test narrows an interval guard: still one
+        "seen == 1",  # a counter the loop advances
+        "self.global_step == 0",  # advanced where the loop cannot see it (a method it calls)
+        "state.iteration == 1",
+        "args.done == 0",  # assigned in the loop
+    ],
+)
+def test_a_comparison_with_a_counter_the_loop_advances_stays_a_guard(test):
+    source = f"""
+    def train(self, args, loader, state):
+        seen = 0
+        for step, batch in enumerate(loader):
+            seen += 1
+            if {test}:
+                probe("b")
+            args.done = 1
+    """
+    found, _ = probes(source)
+    assert found["b"].guarded
+
+
 def test_per_step_honours_the_setting():
     source = "for step, batch in enumerate(loader):\n    if step % 10 == 0:\n        x = 1\n"
     for flag, expected in ((False, None), (True, "loop over batches")):

@@ -35,6 +35,8 @@ FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 LOADER = re.compile(r"(loader|_dl|^dl)s?$|^loader_|_loader_", re.IGNORECASE)
 WRAPPERS = frozenset("enumerate tqdm zip iter islice trange progress track chain".split())
+# A counter compared with a constant may be advanced where the loop cannot see it (a method, a callback).
+STEP_COUNTER = re.compile(r"step|iter|count|idx|index|batch|global|^i$|^it$|^n$", re.IGNORECASE)
 OPTIMIZER = re.compile(r"optim|^opt$|^opt_|_opt$|^opt[A-Z_]|scaler", re.IGNORECASE)
 
 # Prefilter groups (Rule.REQUIRES) for rules that need a hot loop, each a necessary condition
@@ -77,7 +79,8 @@ class HotLoops:
             self.defs.setdefault(function.name, []).append(function)  # type: ignore[attr-defined]
         self.hot: Dict[ast.AST, Loop] = {}
         self.callers: Dict[ast.AST, StepPosition] = {}
-        self._guards: Dict[ast.AST, bool] = {}
+        self._guards: Dict[Tuple[ast.AST, Optional[ast.AST]], bool] = {}
+        self._stored: Dict[ast.AST, Set[str]] = {}  # loop -> the names and attribute chains it assigns
         if self.tree.of_type(ast.For, ast.AsyncFor, ast.While):
             self._find_hot_loops()
         if self.hot:
@@ -109,8 +112,14 @@ class HotLoops:
             return None
         return position.loop
 
-    def is_guard(self, test: ast.AST, depth: int = 0) -> bool:
-        """``step % N == 0``-like tests: the branch runs every N steps or once."""
+    def is_guard(self, test: ast.AST, depth: int = 0, loop: Optional[ast.AST] = None) -> bool:
+        """``step % N == 0``-like tests: the branch runs every N steps or once.
+
+        ``loop`` is the loop whose passes the test is asked about: a comparison with a constant
+        (``step == 0``) runs once only if its other side can change from one pass to the next;
+        ``args.rank == 0`` or ``net.n_classes == 1``, never assigned in the loop, holds on every
+        pass or on none.
+        """
         if depth > 4:
             return False
         cls = type(test)
@@ -121,23 +130,42 @@ class HotLoops:
             if any(_is_modulo(side) for side in sides):
                 return True
             # `step == 0`, `i == len(loader) - 1`, `step == args.max_steps`: once per loop.
-            return any(integer_value(side) is not None or _mentions_len(side) for side in sides)
+            for bound, counter in (sides, sides[::-1]):
+                if (integer_value(bound) is not None or _mentions_len(bound)) and not self._invariant(counter, loop):
+                    return True
+            return False
         if cls is ast.UnaryOp and type(test.op) is ast.Not:  # type: ignore[attr-defined]
             return _is_modulo(test.operand)  # type: ignore[attr-defined]
         if cls is ast.BoolOp:
             left, right = bool_sides(test)  # type: ignore[arg-type]
             if type(test.op) is ast.And:  # type: ignore[attr-defined]
-                return self.is_guard(left, depth + 1) or self.is_guard(right, depth + 1)
+                return self.is_guard(left, depth + 1, loop) or self.is_guard(right, depth + 1, loop)
             sides = (left, right)
-            guards = [self.is_guard(s, depth + 1) for s in sides]
+            guards = [self.is_guard(s, depth + 1, loop) for s in sides]
             # `i % log_interval == 0 or last`: the other side is a plain flag.
             return any(guards) and all(g or _is_flag(s) for g, s in zip(guards, sides))
         if cls is ast.Name:
             scope = self.tree.scope_of(test)
             bindings = self.flow.bindings.get(scope, {}).get(test.id, [])  # type: ignore[attr-defined]
             values = [b.value for b in bindings if b.how == "assign" and not b.path]
-            return bool(values) and len(values) == len(bindings) and all(self.is_guard(v, depth + 1) for v in values)
+            return bool(values) and len(values) == len(bindings) and all(
+                self.is_guard(v, depth + 1, loop) for v in values)
         return False
+
+    def _invariant(self, counter: ast.AST, loop: Optional[ast.AST]) -> bool:
+        """``counter`` holds the same value on every pass of ``loop``: a name or attribute the loop never
+        assigns (nor its target), and whose name does not say it counts steps (``self.global_step`` may be
+        advanced by a method the loop calls). False when not known."""
+        if loop is None or type(loop) not in (*_FOR, ast.While):
+            return False
+        name = dotted_name(counter)
+        if name is None or STEP_COUNTER.search(name.rsplit(".", 1)[-1]):
+            return False
+        stored = self._stored.get(loop)
+        if stored is None:
+            stored = self._stored[loop] = _stored_in(loop)
+        parts = name.split(".")
+        return not any(".".join(parts[:i]) in stored for i in range(1, len(parts) + 1))
 
     # -------------------------------------------------------------- detection
 
@@ -152,7 +180,7 @@ class HotLoops:
             return above
         if cls is ast.If:
             if above is not None and _in_field(self.tree, child, parent, "body") and (
-                    self._is_guard(parent.test) or _counter_limited(parent)):  # type: ignore[attr-defined]
+                    self._is_guard(parent.test, above[0]) or _counter_limited(parent)):  # type: ignore[attr-defined]
                 return above[0], True
             return above
         if cls is ast.ExceptHandler or cls is ast.Lambda or cls is ast.ClassDef:
@@ -161,10 +189,13 @@ class HotLoops:
             return parent, False
         return above
 
-    def _is_guard(self, test: ast.AST) -> bool:
-        known = self._guards.get(test)
+    def _is_guard(self, test: ast.AST, where) -> bool:
+        """Whether ``test`` guards its branch on the passes of ``where`` (a Loop, or the function called per step)."""
+        loop = where.node if isinstance(where, Loop) else None
+        key = (test, loop)
+        known = self._guards.get(key)
         if known is None:
-            known = self._guards[test] = self.is_guard(test)
+            known = self._guards[key] = self.is_guard(test, loop=loop)
         return known
 
     def _innermost(self, node: ast.AST) -> Optional[ast.AST]:
@@ -307,6 +338,24 @@ class HotLoops:
 def _first_pass_only(loop: ast.AST) -> bool:
     """The loop's body ends every pass with ``return``, ``break`` or ``raise``: it runs at most once."""
     return any(type(statement) in (ast.Return, ast.Break, ast.Raise) for statement in loop.body)  # type: ignore[attr-defined]
+
+
+def _stored_in(loop: ast.AST) -> Set[str]:
+    """The names and attribute chains that a loop's target and body assign (not inside nested functions)."""
+    stored: Set[str] = set()
+    stack: List[ast.AST] = [loop.target] if type(loop) in _FOR else []  # type: ignore[attr-defined]
+    stack.extend(loop.body)  # type: ignore[attr-defined]
+    while stack:
+        node = stack.pop()
+        cls = type(node)
+        if cls in _FRAMES:
+            continue
+        if (cls is ast.Name or cls is ast.Attribute) and type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+            name = dotted_name(node)
+            if name is not None:
+                stored.add(name)
+        stack.extend(ast.iter_child_nodes(node))
+    return stored
 
 
 def _in_field(tree: Tree, child: ast.AST, parent: ast.AST, field: str) -> bool:
