@@ -194,3 +194,55 @@ def test_a_rank_test_is_not_an_interval_guard():
         "    print(loss.item())",  # every 50 steps on rank 0
     )
     assert rows(source, "MPS201") == [FIRST + 1]
+
+
+def test_an_evaluation_loop_found_by_the_data_it_moves():
+    source = """\
+import torch
+
+def test(g_model, psnr_model, prefetcher, meter, device):
+    with torch.no_grad():
+        batch = prefetcher.next()
+        while batch is not None:
+            gt = batch["gt"].to(device)
+            sr = g_model(batch["lr"].to(device))
+            psnr = psnr_model(sr, gt)
+            meter.update(psnr.item(), sr.size(0))
+            if batch["name"] == "":
+                raise ValueError("unnamed image")
+            batch = prefetcher.next()
+"""
+    assert rows(source, "MPS201") == [10]
+    assert rows(source, "MPS204") == []  # comparing a field with a string reads no tensor
+
+
+UNSEEN_HELPERS = """\
+import numpy as np
+import torch
+from timm.utils import accuracy
+from mylib import to_numpy, summarize
+
+def validate(model, loader, meter, metrics, device):
+    with torch.no_grad():
+        for images, target in loader:
+            images, target = images.to(device), target.to(device)
+            output = model(images)
+            acc1, acc5 = accuracy(output, target, topk=(1, 5))
+            meter.update(acc1.item(), n=images.size(0))
+            prec1 = accuracy(output.data, target)[0]
+            meter.update(prec1.item())
+            for name, fn in metrics.items():
+                meter.update(fn(output, target).detach().cpu())
+            a = to_numpy(output).item()
+            b = summarize(images.shape).item()
+            c = np.mean(output.cpu().numpy()).item()
+            d = accuracy(output, target).cpu()
+"""
+
+
+def test_an_unseen_helpers_result_read_on_the_host_is_a_device_tensor():
+    # `.item()` and `.detach()` say the helper returned a tensor; computed from device tensors, it is on the device
+    assert rows(UNSEEN_HELPERS, "MPS201") == [12, 14]
+    # traps: a helper named for host values (17), one given no device tensor (18), numpy (19); a bare
+    # `.cpu()` (20) is also a module's method: only `.detach().cpu()` proves a tensor
+    assert rows(UNSEEN_HELPERS, "MPS202") == [16, 19]

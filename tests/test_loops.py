@@ -287,3 +287,54 @@ def test_names_that_only_mention_a_loader_are_not_loaders():
     # Found in accelerate's tests: `for dl_results in dataloader_batch_results:` is a list of results.
     found, _ = probes("for r in dataloader_batch_results:\n    probe('r')\nfor b in dl_batches:\n    probe('b')\n")
     assert found == {"r": None, "b": None}
+
+
+def test_a_loop_that_moves_each_batch_to_the_device_and_runs_a_model_on_it_is_hot():
+    found, _ = probes(
+        """
+        def test(g_model, prefetcher, device):
+            with torch.no_grad():
+                batch = prefetcher.next()
+                while batch is not None:
+                    lr = batch["lr"].to(device)
+                    sr = g_model(lr)
+                    probe("pass")
+                    batch = prefetcher.next()
+        """
+    )
+    assert found["pass"].loop.kind == "evaluation loop"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # moves each value, runs no model: a loop inside a step that places a batch's fields
+        "for k, v in batch.items():\n        batch[k] = v.to(device)\n        probe('pass')",
+        # runs a module on what it has, moves nothing: the layers of a forward
+        "for layer in layers:\n        x = layer(x)\n        probe('pass')",
+        # moves the same tensor again and again: a constant, not a batch
+        "for name in names:\n        z = noise.to(device)\n        out = generator(z)\n        probe('pass')",
+    ],
+)
+def test_loops_that_do_not_move_fresh_data_into_a_model_are_not_hot(body):
+    source = "def f(batch, layers, x, names, noise, generator, device):\n    x = x.to(device)\n    " + body + "\n"
+    found, loops = probes(source)
+    assert found["pass"] is None and not loops.hot
+
+
+def test_the_outer_loop_of_gradient_accumulation_steps_the_optimizer_every_pass():
+    found, loops = probes(
+        """
+        model = Net().to(device)
+        while step < max_steps:
+            for micro in range(accum):
+                x, y = next(it)
+                loss = model(x.to(device)).mean()
+                loss.backward()
+                probe("micro")
+            optimizer.step()
+            probe("step")
+        """
+    )
+    assert found["micro"] is not None
+    assert found["step"] is not None and found["step"].loop.kind == "training loop"

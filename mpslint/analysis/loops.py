@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple, Union
 
-from mpslint.analysis.device_flow import DeviceFlow
+from mpslint.analysis.device_flow import MODULE_LIKE, DeviceFlow, Kind
 from mpslint.analysis.syntax import bool_sides, dotted_name, integer_value, positional
 from mpslint.analysis.tree import Tree
 
@@ -51,6 +51,8 @@ STEP_EVIDENCE = ("backward", "step", "to(", "to_empty", "cuda", "prepare") + tup
 )
 
 _FOR = (ast.For, ast.AsyncFor)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+DATA_PASS = frozenset(("move", "feed"))
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _FRAMES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
@@ -236,6 +238,36 @@ class HotLoops:
             return "train"  # `loss_scaler(loss, optimizer, ...)`: a helper that steps the optimizer on the loss
         return None
 
+    def _data_kind(self, call: ast.Call, loop: ast.AST) -> Optional[str]:
+        """Half of a data pass of ``loop``: "move" for ``x.to(device)`` / ``x.cuda()`` of a value the loop
+        binds anew on each pass, "feed" for a module-like callable applied to a device tensor
+        (``g_model(lr)``, ``psnr_model(sr, gt)``)."""
+        func = call.func
+        flow = self.flow
+        if type(func) is ast.Attribute and func.attr in ("to", "cuda"):
+            if not self._binds_each_pass(func.value, loop) or flow.kind(func.value) is Kind.MODULE:
+                return None
+            return "move" if flow.kind(call) is Kind.DEVICE else None
+        name = dotted_name(func)
+        if name is None or not MODULE_LIKE.search(name.rsplit(".", 1)[-1]):
+            return None
+        if any(flow.is_device(value) for value in positional(call)):
+            return "feed"
+        return None
+
+    def _binds_each_pass(self, value: ast.AST, loop: ast.AST) -> bool:
+        """``value`` (``batch["x"]``, ``x``) is read from a name that ``loop`` binds anew on each pass (its
+        target, a name it assigns): a batch, not a constant moved again and again."""
+        root = value
+        while type(root) in (ast.Attribute, ast.Subscript, ast.Call):
+            root = root.func if type(root) is ast.Call else root.value  # type: ignore[attr-defined]
+        if type(root) is not ast.Name:
+            return False
+        stored = self._stored.get(loop)
+        if stored is None:
+            stored = self._stored[loop] = _stored_in(loop)
+        return root.id in stored  # type: ignore[attr-defined]
+
     def _local_callee(self, call: ast.Call) -> List[FunctionNode]:
         func = call.func
         if type(func) is ast.Name:
@@ -248,18 +280,22 @@ class HotLoops:
         tree = self.tree
         steps: Dict[ast.AST, Set[str]] = {}  # loop or function -> step kinds run directly in it
         local_calls: List[Tuple[ast.AST, List[FunctionNode]]] = []
+        candidates: Dict[ast.AST, List[ast.Call]] = {}  # loop -> its calls that may move or feed data
         for call in tree.of_type(ast.Call):
             kind = self._step_kind(call)  # type: ignore[arg-type]
             callees = self._local_callee(call)  # type: ignore[arg-type]
-            if kind is None and not callees:
-                continue
             owner = self._innermost(call)
             if owner is None:
+                continue
+            if kind is None and type(owner) in _LOOPS and _may_pass_data(call):  # type: ignore[arg-type]
+                candidates.setdefault(owner, []).append(call)  # type: ignore[arg-type]
+            if kind is None and not callees:
                 continue
             if kind is not None:
                 steps.setdefault(owner, set()).add(kind)
             if callees:
                 local_calls.append((owner, callees))
+        direct = {owner: set(kinds) for owner, kinds in steps.items()}
         # A call to a function that runs a step (outside its own loops) runs that step.
         changed = True
         rounds = 0
@@ -275,6 +311,11 @@ class HotLoops:
         for node in tree.of_type(ast.For, ast.AsyncFor, ast.While):
             kinds = steps.get(node, set())
             loader = type(node) in _FOR and self._iterates_loader(node.iter)  # type: ignore[attr-defined]
+            if not kinds and not loader and node in candidates:
+                # Asked only here, of loops nothing else makes hot: device questions are not free.
+                data = {self._data_kind(call, node) for call in candidates[node]}
+                if DATA_PASS <= data:
+                    kinds = {"forward"}  # each pass moves fresh data to the device and runs a model on it
             if not kinds and not loader:
                 continue
             if _first_pass_only(node):
@@ -295,6 +336,8 @@ class HotLoops:
         for node in list(self.hot):
             if type(node) in _FOR and self._iterates_loader(node.iter):  # type: ignore[attr-defined]
                 continue
+            if "train" in direct.get(node, ()):
+                continue  # `optimizer.step()` after a gradient-accumulation loop: each pass is a step
             if node in outer:
                 del self.hot[node]
 
@@ -338,6 +381,15 @@ class HotLoops:
 def _first_pass_only(loop: ast.AST) -> bool:
     """The loop's body ends every pass with ``return``, ``break`` or ``raise``: it runs at most once."""
     return any(type(statement) in (ast.Return, ast.Break, ast.Raise) for statement in loop.body)  # type: ignore[attr-defined]
+
+
+def _may_pass_data(call: ast.Call) -> bool:
+    """``x.to(...)``, ``x.cuda()`` or a call of a module-like name: what ``HotLoops._data_kind`` looks at."""
+    func = call.func
+    if type(func) is ast.Attribute and func.attr in ("to", "cuda"):
+        return True
+    name = dotted_name(func)
+    return name is not None and bool(MODULE_LIKE.search(name.rsplit(".", 1)[-1]))
 
 
 def _stored_in(loop: ast.AST) -> Set[str]:

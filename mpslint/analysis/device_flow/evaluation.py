@@ -240,6 +240,9 @@ class Evaluation:
         if cls is ast.Compare:
             if any(type(op) in (ast.Is, ast.IsNot, ast.In, ast.NotIn) for op in expr.ops):  # type: ignore[attr-defined]
                 return Kind.HOST
+            if any(type(side) is ast.Constant and isinstance(side.value, (str, bytes))  # type: ignore[attr-defined]
+                   for side in (expr.left, *expr.comparators)):  # type: ignore[attr-defined]
+                return Kind.HOST  # `batch["name"] == ""`: a string field of a batch of tensors, not a tensor
             result = self.kind(expr.left)  # type: ignore[attr-defined]
             for comparator in expr.comparators:  # type: ignore[attr-defined]
                 result = arithmetic(result, self.kind(comparator))

@@ -11,9 +11,10 @@ from mpslint.analysis.device_flow.bindings import Binding, Bindings
 from mpslint.analysis.device_flow.evaluation import Evaluation
 from mpslint.analysis.device_flow.placement import Placement
 from mpslint.analysis.device_flow.across import AcrossModules
+from mpslint.analysis.device_flow.reads import HostReads
 
 
-class DeviceFlow(Evaluation, Placement, Bindings, AcrossModules):
+class DeviceFlow(Evaluation, Placement, Bindings, AcrossModules, HostReads):
     def __init__(self, ctx) -> None:
         self.ctx = ctx
         self.tree: Tree = ctx.tree
