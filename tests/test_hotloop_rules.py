@@ -246,3 +246,35 @@ def test_an_unseen_helpers_result_read_on_the_host_is_a_device_tensor():
     # traps: a helper named for host values (17), one given no device tensor (18), numpy (19); a bare
     # `.cpu()` (20) is also a module's method: only `.detach().cpu()` proves a tensor
     assert rows(UNSEEN_HELPERS, "MPS202") == [16, 19]
+
+
+GENERATOR = """\
+import torch
+
+model = Net().to(torch.device("cuda"))
+
+def predictions(samples):
+    for sample in samples:
+        yield model(sample.to("cuda"))
+
+def scores(samples):
+    for out in predictions(samples):
+        print(out.max().item())
+
+def first(samples):
+    for out in predictions(samples):
+        return out.max().item()
+
+def rows(table):
+    for row in table:
+        yield row
+
+def plain(table):
+    for row in rows(table):
+        x = row.item()
+"""
+
+
+def test_a_loop_over_a_generator_that_runs_the_model_runs_a_step_each_pass():
+    # traps: a loop that returns on its first pass (15), a generator that runs no model (23)
+    assert rows(GENERATOR, "MPS201") == [11]

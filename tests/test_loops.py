@@ -338,3 +338,34 @@ def test_the_outer_loop_of_gradient_accumulation_steps_the_optimizer_every_pass(
     )
     assert found["micro"] is not None
     assert found["step"] is not None and found["step"].loop.kind == "training loop"
+
+
+@pytest.mark.parametrize(
+    "ending",
+    [
+        "return out",
+        "break",
+        "with torch.no_grad():\n        probe('inner')\n        return out",
+        "if verbose:\n        return out\n    else:\n        raise StopIteration",
+    ],
+)
+def test_a_loop_that_leaves_on_its_first_pass_is_not_hot(ending):
+    source = "def peek(model, loader, verbose):\n    for x in loader:\n        out = model(x)\n        probe('pass')\n        "
+    source += ending.replace("\n", "\n    ") + "\n"
+    found, loops = probes(source)
+    assert found["pass"] is None and not loops.hot
+
+
+@pytest.mark.parametrize(
+    "ending",
+    [
+        "if out is None:\n        return None",  # leaves on some passes only
+        "if verbose:\n        break",
+        "with torch.no_grad():\n        probe('inner')",
+    ],
+)
+def test_a_loop_that_leaves_on_some_passes_stays_hot(ending):
+    source = "def peek(model, loader, verbose):\n    for x in loader:\n        out = model(x)\n        probe('pass')\n        "
+    source += ending.replace("\n", "\n    ") + "\n"
+    found, _ = probes(source)
+    assert found["pass"] is not None

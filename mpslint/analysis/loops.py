@@ -327,6 +327,7 @@ class HotLoops:
             else:
                 label = "loop over batches"
             self.hot[node] = Loop(node, label)  # type: ignore[arg-type]
+        self._find_generator_loops()
         # An epoch loop runs the batch loop; its own forward calls (a sample
         # generated per epoch) run once per epoch, not per step.
         outer: Set[ast.AST] = set()
@@ -340,6 +341,21 @@ class HotLoops:
                 continue  # `optimizer.step()` after a gradient-accumulation loop: each pass is a step
             if node in outer:
                 del self.hot[node]
+
+    def _find_generator_loops(self) -> None:
+        """``for out in predictions(loader):`` where ``predictions`` is a generator of this file whose loop is
+        hot: each pass of the consumer runs one pass of it (a step)."""
+        if not self.hot:
+            return
+        for node in self.tree.of_type(ast.For, ast.AsyncFor):
+            if node in self.hot or type(node.iter) is not ast.Call or _first_pass_only(node):  # type: ignore[attr-defined]
+                continue
+            generator = self.flow.generator_called(node.iter)  # type: ignore[attr-defined]
+            if generator is None:
+                continue
+            inner = [loop for loop in self.hot.values() if self.tree.contains(generator, loop.node)]
+            if inner:
+                self.hot[node] = Loop(node, inner[0].kind)  # type: ignore[arg-type]
 
     def _iterates_loader(self, iterable: ast.AST, depth: int = 0) -> bool:
         if depth > 4:
@@ -380,7 +396,24 @@ class HotLoops:
 
 def _first_pass_only(loop: ast.AST) -> bool:
     """The loop's body ends every pass with ``return``, ``break`` or ``raise``: it runs at most once."""
-    return any(type(statement) in (ast.Return, ast.Break, ast.Raise) for statement in loop.body)  # type: ignore[attr-defined]
+    return _always_exits(loop.body)  # type: ignore[attr-defined]
+
+
+def _always_exits(block: List[ast.stmt], depth: int = 0) -> bool:
+    """Every way through ``block`` leaves the loop: a ``return``/``break``/``raise``, also inside a ``with``
+    or in both branches of an ``if`` (``with torch.no_grad(): ...; return out.item()``)."""
+    if depth > 6:
+        return False
+    for statement in block:
+        cls = type(statement)
+        if cls in (ast.Return, ast.Break, ast.Raise):
+            return True
+        if cls in (ast.With, ast.AsyncWith) and _always_exits(statement.body, depth + 1):  # type: ignore[attr-defined]
+            return True
+        if cls is ast.If and statement.orelse and _always_exits(statement.body, depth + 1) \
+                and _always_exits(statement.orelse, depth + 1):  # type: ignore[attr-defined]
+            return True
+    return False
 
 
 def _may_pass_data(call: ast.Call) -> bool:

@@ -33,6 +33,7 @@ class DeviceFlow(Evaluation, Placement, Bindings, AcrossModules, HostReads):
         # Calls of functions by simple name (``f(...)``, ``self.f(...)`` -> is_method).
         self.calls: Dict[str, List[Tuple[ast.Call, bool]]] = {}
         self.device_names: List[str] = []
+        self._yields: Optional[Dict[str, Tuple[ast.AST, List[ast.AST]]]] = None  # generator name -> (def, yields)
         self._memo: Dict[ast.AST, Kind] = {}
         self._busy: Set[ast.AST] = set()
         self._binding_memo: Dict[Tuple[Binding, str], Kind] = {}
