@@ -278,3 +278,33 @@ def plain(table):
 def test_a_loop_over_a_generator_that_runs_the_model_runs_a_step_each_pass():
     # traps: a loop that returns on its first pass (15), a generator that runs no model (23)
     assert rows(GENERATOR, "MPS201") == [11]
+
+
+REDUCED_LOSSES = """\
+import math
+import torch
+import utils
+
+def train_one_epoch(model, criterion, data_loader, optimizer, device, logger, summarize):
+    for samples, targets in data_loader:
+        outputs = model(samples.to(device))
+        loss_dict = criterion(outputs, targets)
+        weights = criterion.weight_dict
+        losses = sum(loss_dict[k] * weights[k] for k in loss_dict if k in weights)
+        reduced = utils.reduce_dict(loss_dict)
+        loss_value = sum(reduced[k] * weights[k] for k in reduced if k in weights).item()
+        optimizer.zero_grad()
+        losses.backward()
+        optimizer.step()
+        logger.update(loss=loss_value, **{k: v.item() for k, v in reduced.items()})
+        stats = summarize(targets)
+        logger.update(**{k: v.item() for k, v in stats.items()})
+        for k, v in targets.items():
+            logger.update(v.item())
+"""
+
+
+def test_values_an_unseen_helper_computed_from_a_device_dict_are_read_on_the_device():
+    # 12: the sum of a reduced dict's tensors; 16: each of them; traps: a helper given only host
+    # values from the loader (18), the loader's own unplaced targets (20)
+    assert rows(REDUCED_LOSSES, "MPS201") == [12, 16]

@@ -44,6 +44,10 @@ class HostReads:
         cls = type(expr)
         if cls is ast.Subscript:
             return self._read_from_device(expr.value, depth + 1)  # type: ignore[attr-defined]
+        if cls is ast.BinOp:  # `reduced["loss"] * weights["loss"]`: a tensor where its tensor side is
+            return self._read_from_device(expr.left, depth + 1) or self._read_from_device(expr.right, depth + 1)  # type: ignore[attr-defined]
+        if cls is ast.GeneratorExp or cls is ast.ListComp:  # `sum(d[k] for k in d)`: what it sums
+            return self._read_from_device(expr.elt, depth + 1)  # type: ignore[attr-defined]
         if cls is _NAME:
             bindings = self.visible(expr.id, expr)  # type: ignore[attr-defined]
             return bool(bindings) and all(self._bound_from_device(b, depth) for b in bindings)
@@ -51,10 +55,16 @@ class HostReads:
             func = expr.func  # type: ignore[attr-defined]
             if type(func) is _ATTRIBUTE and func.attr in TENSOR_METHODS and self.ctx.qualify(func) is None:  # type: ignore[attr-defined]
                 return self._read_from_device(func.value, depth + 1)
-            return self._unseen_helper_of_device_tensors(expr)  # type: ignore[arg-type]
+            return self._unseen_helper_of_device_tensors(expr, depth)  # type: ignore[arg-type]
         return False
 
     def _bound_from_device(self, binding, depth: int) -> bool:
+        if binding.how == "for" and type(binding.value) is _CALL:
+            # `{k: v.item() for k, v in reduced.items()}`: the values of what an unseen helper returned
+            func = binding.value.func
+            if type(func) is _ATTRIBUTE and func.attr in ("items", "values") and not binding.value.args:
+                return self._read_from_device(func.value, depth + 1)
+            return False
         if binding.how != "assign" or binding.value is None:
             return False
         value = binding.value
@@ -68,7 +78,7 @@ class HostReads:
                 return False
         return self._read_from_device(value, depth + 1)
 
-    def _unseen_helper_of_device_tensors(self, call: ast.Call) -> bool:
+    def _unseen_helper_of_device_tensors(self, call: ast.Call, depth: int) -> bool:
         qualified = self.ctx.qualify(call.func) or ""  # type: ignore[attr-defined]
         if qualified.split(".", 1)[0] in ("torch", "builtins", *HOST_MODULES):
             return False
@@ -78,7 +88,9 @@ class HostReads:
         if self.returned_fact(call) is not None:  # type: ignore[attr-defined]
             return False  # the project model knows what it gives, and the flow said it
         values = [a.value if type(a) is ast.Starred else a for a in call.args] + [k.value for k in call.keywords]
-        return any(self.kind(v) is Kind.DEVICE for v in values)  # type: ignore[attr-defined]
+        # computed from device tensors, or from what another unseen helper computed from them
+        # (`sum(reduce_dict(loss_dict)[k] for k in weights)`)
+        return any(self._read_from_device(v, depth + 1) for v in values)
 
 
 def _callee_name(func: ast.AST) -> str:
