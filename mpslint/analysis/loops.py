@@ -52,7 +52,6 @@ STEP_EVIDENCE = ("backward", "step", "to(", "to_empty", "cuda", "prepare") + tup
 
 _FOR = (ast.For, ast.AsyncFor)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-DATA_PASS = frozenset(("move", "feed"))
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _FRAMES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
@@ -238,22 +237,21 @@ class HotLoops:
             return "train"  # `loss_scaler(loss, optimizer, ...)`: a helper that steps the optimizer on the loss
         return None
 
-    def _data_kind(self, call: ast.Call, loop: ast.AST) -> Optional[str]:
-        """Half of a data pass of ``loop``: "move" for ``x.to(device)`` / ``x.cuda()`` of a value the loop
-        binds anew on each pass, "feed" for a module-like callable applied to a device tensor
-        (``g_model(lr)``, ``psnr_model(sr, gt)``)."""
-        func = call.func
+    def _passes_data(self, loop: ast.AST, calls: List[ast.Call]) -> bool:
+        """Each pass of ``loop`` moves a value it binds anew to the device (``x.to(device)``, ``x.cuda()``:
+        a batch, not a constant moved again and again) and applies a module-like callable to a device
+        tensor (``g_model(lr)``, ``psnr_model(sr, gt)``). Asked only of loops nothing else makes hot, and
+        the device questions only where the syntax already fits (``for layer in layers: x = layer(x)``
+        in every model's forward asks none)."""
+        moves = [c for c in calls if type(c.func) is ast.Attribute and c.func.attr in ("to", "cuda")
+                 and self._binds_each_pass(c.func.value, loop)]
+        feeds = [c for c in calls if not (type(c.func) is ast.Attribute and c.func.attr in ("to", "cuda"))]
+        if not moves or not feeds:
+            return False
         flow = self.flow
-        if type(func) is ast.Attribute and func.attr in ("to", "cuda"):
-            if not self._binds_each_pass(func.value, loop) or flow.kind(func.value) is Kind.MODULE:
-                return None
-            return "move" if flow.kind(call) is Kind.DEVICE else None
-        name = dotted_name(func)
-        if name is None or not MODULE_LIKE.search(name.rsplit(".", 1)[-1]):
-            return None
-        if any(flow.is_device(value) for value in positional(call)):
-            return "feed"
-        return None
+        if not any(flow.kind(c) is Kind.DEVICE and flow.kind(c.func.value) is not Kind.MODULE for c in moves):  # type: ignore[attr-defined]
+            return False
+        return any(any(flow.is_device(value) for value in positional(c)) for c in feeds)
 
     def _binds_each_pass(self, value: ast.AST, loop: ast.AST) -> bool:
         """``value`` (``batch["x"]``, ``x``) is read from a name that ``loop`` binds anew on each pass (its
@@ -311,11 +309,8 @@ class HotLoops:
         for node in tree.of_type(ast.For, ast.AsyncFor, ast.While):
             kinds = steps.get(node, set())
             loader = type(node) in _FOR and self._iterates_loader(node.iter)  # type: ignore[attr-defined]
-            if not kinds and not loader and node in candidates:
-                # Asked only here, of loops nothing else makes hot: device questions are not free.
-                data = {self._data_kind(call, node) for call in candidates[node]}
-                if DATA_PASS <= data:
-                    kinds = {"forward"}  # each pass moves fresh data to the device and runs a model on it
+            if not kinds and not loader and node in candidates and self._passes_data(node, candidates[node]):  # type: ignore[arg-type]
+                kinds = {"forward"}  # each pass moves fresh data to the device and runs a model on it
             if not kinds and not loader:
                 continue
             if _first_pass_only(node):
@@ -417,7 +412,7 @@ def _always_exits(block: List[ast.stmt], depth: int = 0) -> bool:
 
 
 def _may_pass_data(call: ast.Call) -> bool:
-    """``x.to(...)``, ``x.cuda()`` or a call of a module-like name: what ``HotLoops._data_kind`` looks at."""
+    """``x.to(...)``, ``x.cuda()`` or a call of a module-like name: what ``HotLoops._passes_data`` looks at."""
     func = call.func
     if type(func) is ast.Attribute and func.attr in ("to", "cuda"):
         return True
