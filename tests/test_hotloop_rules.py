@@ -211,3 +211,127 @@ def test_a_pipeline_moved_back_and_forth_in_the_loop_is_a_module(select):
     # rules ask first (select), the answer is the same.
     found = [d for d in check(OFFLOADED_PIPELINE, select) if d.code == "MPS202"]
     assert found == []
+
+
+def test_a_rank_test_is_not_an_interval_guard():
+    source = in_loop(
+        "if args.rank == 0:",
+        "    writer.add_scalar('loss', loss.item(), step)",  # every step on rank 0
+        "if args.rank == 0 and step % 50 == 0:",
+        "    print(loss.item())",  # every 50 steps on rank 0
+    )
+    assert rows(source, "MPS201") == [FIRST + 1]
+
+
+def test_an_evaluation_loop_found_by_the_data_it_moves():
+    source = """\
+import torch
+
+def test(g_model, psnr_model, prefetcher, meter, device):
+    with torch.no_grad():
+        batch = prefetcher.next()
+        while batch is not None:
+            gt = batch["gt"].to(device)
+            sr = g_model(batch["lr"].to(device))
+            psnr = psnr_model(sr, gt)
+            meter.update(psnr.item(), sr.size(0))
+            if batch["name"] == "":
+                raise ValueError("unnamed image")
+            batch = prefetcher.next()
+"""
+    assert rows(source, "MPS201") == [10]
+    assert rows(source, "MPS204") == []  # comparing a field with a string reads no tensor
+
+
+UNSEEN_HELPERS = """\
+import numpy as np
+import torch
+from timm.utils import accuracy
+from mylib import to_numpy, summarize
+
+def validate(model, loader, meter, metrics, device):
+    with torch.no_grad():
+        for images, target in loader:
+            images, target = images.to(device), target.to(device)
+            output = model(images)
+            acc1, acc5 = accuracy(output, target, topk=(1, 5))
+            meter.update(acc1.item(), n=images.size(0))
+            prec1 = accuracy(output.data, target)[0]
+            meter.update(prec1.item())
+            for name, fn in metrics.items():
+                meter.update(fn(output, target).detach().cpu())
+            a = to_numpy(output).item()
+            b = summarize(images.shape).item()
+            c = np.mean(output.cpu().numpy()).item()
+            d = accuracy(output, target).cpu()
+"""
+
+
+def test_an_unseen_helpers_result_read_on_the_host_is_a_device_tensor():
+    # `.item()` and `.detach()` say the helper returned a tensor; computed from device tensors, it is on the device
+    assert rows(UNSEEN_HELPERS, "MPS201") == [12, 14]
+    # traps: a helper named for host values (17), one given no device tensor (18), numpy (19); a bare
+    # `.cpu()` (20) is also a module's method: only `.detach().cpu()` proves a tensor
+    assert rows(UNSEEN_HELPERS, "MPS202") == [16, 19]
+
+
+GENERATOR = """\
+import torch
+
+model = Net().to(torch.device("cuda"))
+
+def predictions(samples):
+    for sample in samples:
+        yield model(sample.to("cuda"))
+
+def scores(samples):
+    for out in predictions(samples):
+        print(out.max().item())
+
+def first(samples):
+    for out in predictions(samples):
+        return out.max().item()
+
+def rows(table):
+    for row in table:
+        yield row
+
+def plain(table):
+    for row in rows(table):
+        x = row.item()
+"""
+
+
+def test_a_loop_over_a_generator_that_runs_the_model_runs_a_step_each_pass():
+    # traps: a loop that returns on its first pass (15), a generator that runs no model (23)
+    assert rows(GENERATOR, "MPS201") == [11]
+
+
+REDUCED_LOSSES = """\
+import math
+import torch
+import utils
+
+def train_one_epoch(model, criterion, data_loader, optimizer, device, logger, summarize):
+    for samples, targets in data_loader:
+        outputs = model(samples.to(device))
+        loss_dict = criterion(outputs, targets)
+        weights = criterion.weight_dict
+        losses = sum(loss_dict[k] * weights[k] for k in loss_dict if k in weights)
+        reduced = utils.reduce_dict(loss_dict)
+        loss_value = sum(reduced[k] * weights[k] for k in reduced if k in weights).item()
+        optimizer.zero_grad()
+        losses.backward()
+        optimizer.step()
+        logger.update(loss=loss_value, **{k: v.item() for k, v in reduced.items()})
+        stats = summarize(targets)
+        logger.update(**{k: v.item() for k, v in stats.items()})
+        for k, v in targets.items():
+            logger.update(v.item())
+"""
+
+
+def test_values_an_unseen_helper_computed_from_a_device_dict_are_read_on_the_device():
+    # 12: the sum of a reduced dict's tensors; 16: each of them; traps: a helper given only host
+    # values from the loader (18), the loader's own unplaced targets (20)
+    assert rows(REDUCED_LOSSES, "MPS201") == [12, 16]

@@ -143,6 +143,52 @@ def test_branches_that_run_most_steps_are_not_guarded(test):
     assert not found["b"].guarded
 
 
+@pytest.mark.parametrize(
+    "test",
+    [
+        "args.rank == 0",  # the process's rank: the same on every pass
+        "args.nr == 0 and not args.quiet",
+        "net.n_classes == 1",  # a property of the model, not of the pass
+        "epoch == 0",  # the outer loop's counter: every step of the first epoch
+        "world_size == 1",
+    ],
+)
+def test_a_comparison_that_holds_on_every_pass_is_not_a_guard(test):
+    source = f"""
+    def train(args, net, loader, epoch, world_size):
+        for step, batch in enumerate(loader):
+            if {test}:
+                probe("b")
+    """
+    found, _ = probes(source)
+    assert not found["b"].guarded
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "step == 0",
+        "args.rank == 0 and step % 50 == 0",  # the rank test narrows an interval guard: still one
+        "seen == 1",  # a counter the loop advances
+        "self.global_step == 0",  # advanced where the loop cannot see it (a method it calls)
+        "state.iteration == 1",
+        "args.done == 0",  # assigned in the loop
+    ],
+)
+def test_a_comparison_with_a_counter_the_loop_advances_stays_a_guard(test):
+    source = f"""
+    def train(self, args, loader, state):
+        seen = 0
+        for step, batch in enumerate(loader):
+            seen += 1
+            if {test}:
+                probe("b")
+            args.done = 1
+    """
+    found, _ = probes(source)
+    assert found["b"].guarded
+
+
 def test_per_step_honours_the_setting():
     source = "for step, batch in enumerate(loader):\n    if step % 10 == 0:\n        x = 1\n"
     for flag, expected in ((False, None), (True, "loop over batches")):
@@ -241,3 +287,85 @@ def test_names_that_only_mention_a_loader_are_not_loaders():
     # Found in accelerate's tests: `for dl_results in dataloader_batch_results:` is a list of results.
     found, _ = probes("for r in dataloader_batch_results:\n    probe('r')\nfor b in dl_batches:\n    probe('b')\n")
     assert found == {"r": None, "b": None}
+
+
+def test_a_loop_that_moves_each_batch_to_the_device_and_runs_a_model_on_it_is_hot():
+    found, _ = probes(
+        """
+        def test(g_model, prefetcher, device):
+            with torch.no_grad():
+                batch = prefetcher.next()
+                while batch is not None:
+                    lr = batch["lr"].to(device)
+                    sr = g_model(lr)
+                    probe("pass")
+                    batch = prefetcher.next()
+        """
+    )
+    assert found["pass"].loop.kind == "evaluation loop"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # moves each value, runs no model: a loop inside a step that places a batch's fields
+        "for k, v in batch.items():\n        batch[k] = v.to(device)\n        probe('pass')",
+        # runs a module on what it has, moves nothing: the layers of a forward
+        "for layer in layers:\n        x = layer(x)\n        probe('pass')",
+        # moves the same tensor again and again: a constant, not a batch
+        "for name in names:\n        z = noise.to(device)\n        out = generator(z)\n        probe('pass')",
+    ],
+)
+def test_loops_that_do_not_move_fresh_data_into_a_model_are_not_hot(body):
+    source = "def f(batch, layers, x, names, noise, generator, device):\n    x = x.to(device)\n    " + body + "\n"
+    found, loops = probes(source)
+    assert found["pass"] is None and not loops.hot
+
+
+def test_the_outer_loop_of_gradient_accumulation_steps_the_optimizer_every_pass():
+    found, loops = probes(
+        """
+        model = Net().to(device)
+        while step < max_steps:
+            for micro in range(accum):
+                x, y = next(it)
+                loss = model(x.to(device)).mean()
+                loss.backward()
+                probe("micro")
+            optimizer.step()
+            probe("step")
+        """
+    )
+    assert found["micro"] is not None
+    assert found["step"] is not None and found["step"].loop.kind == "training loop"
+
+
+@pytest.mark.parametrize(
+    "ending",
+    [
+        "return out",
+        "break",
+        "with torch.no_grad():\n        probe('inner')\n        return out",
+        "if verbose:\n        return out\n    else:\n        raise StopIteration",
+    ],
+)
+def test_a_loop_that_leaves_on_its_first_pass_is_not_hot(ending):
+    source = "def peek(model, loader, verbose):\n    for x in loader:\n        out = model(x)\n        probe('pass')\n        "
+    source += ending.replace("\n", "\n    ") + "\n"
+    found, loops = probes(source)
+    assert found["pass"] is None and not loops.hot
+
+
+@pytest.mark.parametrize(
+    "ending",
+    [
+        "if out is None:\n        return None",  # leaves on some passes only
+        "if verbose:\n        break",
+        "with torch.no_grad():\n        probe('inner')",
+    ],
+)
+def test_a_loop_that_leaves_on_some_passes_stays_hot(ending):
+    source = "def peek(model, loader, verbose):\n    for x in loader:\n        out = model(x)\n        probe('pass')\n        "
+    source += ending.replace("\n", "\n    ") + "\n"
+    found, _ = probes(source)
+    assert found["pass"] is not None

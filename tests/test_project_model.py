@@ -339,10 +339,12 @@ def test_a_new_module_where_an_import_pointed_rechecks_the_importer(tmp_path):
     write(tmp_path, {"train.py": TRAIN})
     files = [(str(tmp_path / "train.py"), "train.py", Settings())]
     cache_dir = tmp_path / "cache"
-    assert run(files, Mode(), cache_dir=cache_dir, jobs=1)[0].diagnostics == []
-    write(tmp_path, {"helpers.py": HELPERS})
+    # Unseen, `reduce_mean` computes from a device tensor what `.item()` reads as a tensor: on the device.
+    assert [d.code for d in run(files, Mode(), cache_dir=cache_dir, jobs=1)[0].diagnostics] == ["MPS201"]
+    # The module appears and says it returns a host tensor: train.py is checked again, and the finding goes.
+    write(tmp_path, {"helpers.py": HELPERS.replace("return out", "return out.cpu()")})
     result = run(files, Mode(), cache_dir=cache_dir, jobs=1)[0]
-    assert not result.cached and [d.code for d in result.diagnostics] == ["MPS201"]
+    assert not result.cached and result.diagnostics == []
 
 
 # ---------------------------------------------------------------- one file alone, and stdin, see the project
@@ -522,3 +524,70 @@ def test_a_float64_array_made_in_one_module_and_moved_in_another(tmp_path):
 def test_float64_arrays_into_a_helper_traps(tmp_path, extra, train):
     write(tmp_path, {"mover.py": MOVER + extra, "train.py": train})
     assert float64_rows(tmp_path / "mover.py")[0] == []
+
+
+def test_returns_through_unpacking_lists_built_by_append_and_tuples():
+    summary = summary_of(
+        """
+        def topk_accuracy(output, target, topk=(1,)):
+            _, pred = output.topk(max(topk), 1, True, True)
+            correct = pred.t().eq(target.view(1, -1))
+            res = []
+            for k in topk:
+                res.append(correct[:k].float().sum(0))
+            return res
+        def loss_and_accuracy(out, y):
+            return out.mean(), (out.argmax(1) == y).float().mean()
+        def host_and_device(out, y):
+            return out.cpu(), y
+        def labels(out):
+            found = []
+            for o in out:
+                found.append(str(o))
+            return found
+        def shape(x):
+            h, w = x.shape
+            return h
+        def grows(x, extra):
+            parts = [extra]
+            parts.append(x.mean())
+            return parts
+        def frexp(inputs):
+            m, e = np.frexp(inputs.cpu().numpy())
+            return torch.from_numpy(m).to(inputs.device), torch.from_numpy(e).to(inputs.device)
+        """
+    )
+    assert summary.functions == {
+        "topk_accuracy": "arg:0",
+        "loss_and_accuracy": "arg:0,1",
+        "frexp": "arg:0",  # moved to where its argument is, not to the accelerator
+    }
+
+
+def test_a_helper_returning_a_list_of_tensors_is_read_on_the_device_where_it_is_called():
+    source = textwrap.dedent(
+        """
+        import torch
+
+        def accuracy(output, target, topk=(1,)):
+            _, pred = output.topk(max(topk), 1, True, True)
+            correct = pred.t().eq(target.view(1, -1))
+            res = []
+            for k in topk:
+                res.append(correct[:k].float().sum(0))
+            return res
+
+        def train(model, loader, optimizer, device):
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+                out = model(x)
+                loss = torch.nn.functional.cross_entropy(out, y)
+                loss.backward()
+                optimizer.step()
+                prec1 = accuracy(out, y)[0]
+                if prec1 > 99:
+                    print("perfect")
+        """
+    )
+    found = [(d.code, d.location.row) for d in check_text(source, "train.py", Settings()).diagnostics if d.code.startswith("MPS2")]
+    assert found == [("MPS204", 20)]

@@ -111,14 +111,27 @@ class ArgumentDevices:
         return None
 
     def _function_of(self, statement: Optional[ast.stmt]) -> Optional[ast.AST]:
+        """The function whose body holds ``statement`` (None in a class body or at module level); memoized along
+        the way up, so the statements of a long ``elif`` chain (each arm nested in the one before) cost linear
+        time."""
         if statement is None:
             return None
+        memo = self.__dict__.setdefault("_functions", {})  # id(node) -> the answer for a statement below it
+        chain = []
+        found: Optional[ast.AST] = None
         for ancestor in self.tree.ancestors(statement):
+            if id(ancestor) in memo:
+                found = memo[id(ancestor)]
+                break
             if type(ancestor) in _FUNCTIONS:
-                return ancestor
+                found = ancestor
+                break
             if type(ancestor) in (ast.ClassDef, ast.Lambda):
-                return None
-        return None
+                break
+            chain.append(ancestor)
+        for visited in chain:
+            memo[id(visited)] = found
+        return found
 
     def _op_with_argument(self, created: ast.AST, statement: ast.stmt, facts: "_FunctionFacts"):
         """(parameter, the op's statement, STRICT or ELEMENTWISE) of the op mixing the new tensor with a parameter."""

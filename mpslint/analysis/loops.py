@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple, Union
 
-from mpslint.analysis.device_flow import DeviceFlow
+from mpslint.analysis.device_flow import MODULE_LIKE, DeviceFlow, Kind
 from mpslint.analysis.syntax import bool_sides, dotted_name, integer_value, positional
 from mpslint.analysis.tree import Tree
 
@@ -35,6 +35,8 @@ FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 LOADER = re.compile(r"(loader|_dl|^dl)s?$|^loader_|_loader_", re.IGNORECASE)
 WRAPPERS = frozenset("enumerate tqdm zip iter islice trange progress track chain".split())
+# A counter compared with a constant may be advanced where the loop cannot see it (a method, a callback).
+STEP_COUNTER = re.compile(r"step|iter|count|idx|index|batch|global|^i$|^it$|^n$", re.IGNORECASE)
 OPTIMIZER = re.compile(r"optim|^opt$|^opt_|_opt$|^opt[A-Z_]|scaler", re.IGNORECASE)
 
 # Prefilter groups (Rule.REQUIRES) for rules that need a hot loop, each a necessary condition
@@ -49,6 +51,7 @@ STEP_EVIDENCE = ("backward", "step", "to(", "to_empty", "cuda", "prepare") + tup
 )
 
 _FOR = (ast.For, ast.AsyncFor)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _FRAMES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
@@ -77,7 +80,8 @@ class HotLoops:
             self.defs.setdefault(function.name, []).append(function)  # type: ignore[attr-defined]
         self.hot: Dict[ast.AST, Loop] = {}
         self.callers: Dict[ast.AST, StepPosition] = {}
-        self._guards: Dict[ast.AST, bool] = {}
+        self._guards: Dict[Tuple[ast.AST, Optional[ast.AST]], bool] = {}
+        self._stored: Dict[ast.AST, Set[str]] = {}  # loop -> the names and attribute chains it assigns
         if self.tree.of_type(ast.For, ast.AsyncFor, ast.While):
             self._find_hot_loops()
         if self.hot:
@@ -109,8 +113,14 @@ class HotLoops:
             return None
         return position.loop
 
-    def is_guard(self, test: ast.AST, depth: int = 0) -> bool:
-        """``step % N == 0``-like tests: the branch runs every N steps or once."""
+    def is_guard(self, test: ast.AST, depth: int = 0, loop: Optional[ast.AST] = None) -> bool:
+        """``step % N == 0``-like tests: the branch runs every N steps or once.
+
+        ``loop`` is the loop whose passes the test is asked about: a comparison with a constant
+        (``step == 0``) runs once only if its other side can change from one pass to the next;
+        ``args.rank == 0`` or ``net.n_classes == 1``, never assigned in the loop, holds on every
+        pass or on none.
+        """
         if depth > 4:
             return False
         cls = type(test)
@@ -121,23 +131,42 @@ class HotLoops:
             if any(_is_modulo(side) for side in sides):
                 return True
             # `step == 0`, `i == len(loader) - 1`, `step == args.max_steps`: once per loop.
-            return any(integer_value(side) is not None or _mentions_len(side) for side in sides)
+            for bound, counter in (sides, sides[::-1]):
+                if (integer_value(bound) is not None or _mentions_len(bound)) and not self._invariant(counter, loop):
+                    return True
+            return False
         if cls is ast.UnaryOp and type(test.op) is ast.Not:  # type: ignore[attr-defined]
             return _is_modulo(test.operand)  # type: ignore[attr-defined]
         if cls is ast.BoolOp:
             left, right = bool_sides(test)  # type: ignore[arg-type]
             if type(test.op) is ast.And:  # type: ignore[attr-defined]
-                return self.is_guard(left, depth + 1) or self.is_guard(right, depth + 1)
+                return self.is_guard(left, depth + 1, loop) or self.is_guard(right, depth + 1, loop)
             sides = (left, right)
-            guards = [self.is_guard(s, depth + 1) for s in sides]
+            guards = [self.is_guard(s, depth + 1, loop) for s in sides]
             # `i % log_interval == 0 or last`: the other side is a plain flag.
             return any(guards) and all(g or _is_flag(s) for g, s in zip(guards, sides))
         if cls is ast.Name:
             scope = self.tree.scope_of(test)
             bindings = self.flow.bindings.get(scope, {}).get(test.id, [])  # type: ignore[attr-defined]
             values = [b.value for b in bindings if b.how == "assign" and not b.path]
-            return bool(values) and len(values) == len(bindings) and all(self.is_guard(v, depth + 1) for v in values)
+            return bool(values) and len(values) == len(bindings) and all(
+                self.is_guard(v, depth + 1, loop) for v in values)
         return False
+
+    def _invariant(self, counter: ast.AST, loop: Optional[ast.AST]) -> bool:
+        """``counter`` holds the same value on every pass of ``loop``: a name or attribute the loop never
+        assigns (nor its target), and whose name does not say it counts steps (``self.global_step`` may be
+        advanced by a method the loop calls). False when not known."""
+        if loop is None or type(loop) not in (*_FOR, ast.While):
+            return False
+        name = dotted_name(counter)
+        if name is None or STEP_COUNTER.search(name.rsplit(".", 1)[-1]):
+            return False
+        stored = self._stored.get(loop)
+        if stored is None:
+            stored = self._stored[loop] = _stored_in(loop)
+        parts = name.split(".")
+        return not any(".".join(parts[:i]) in stored for i in range(1, len(parts) + 1))
 
     # -------------------------------------------------------------- detection
 
@@ -152,7 +181,7 @@ class HotLoops:
             return above
         if cls is ast.If:
             if above is not None and _in_field(self.tree, child, parent, "body") and (
-                    self._is_guard(parent.test) or _counter_limited(parent)):  # type: ignore[attr-defined]
+                    self._is_guard(parent.test, above[0]) or _counter_limited(parent)):  # type: ignore[attr-defined]
                 return above[0], True
             return above
         if cls is ast.ExceptHandler or cls is ast.Lambda or cls is ast.ClassDef:
@@ -161,10 +190,13 @@ class HotLoops:
             return parent, False
         return above
 
-    def _is_guard(self, test: ast.AST) -> bool:
-        known = self._guards.get(test)
+    def _is_guard(self, test: ast.AST, where) -> bool:
+        """Whether ``test`` guards its branch on the passes of ``where`` (a Loop, or the function called per step)."""
+        loop = where.node if isinstance(where, Loop) else None
+        key = (test, loop)
+        known = self._guards.get(key)
         if known is None:
-            known = self._guards[test] = self.is_guard(test)
+            known = self._guards[key] = self.is_guard(test, loop=loop)
         return known
 
     def _innermost(self, node: ast.AST) -> Optional[ast.AST]:
@@ -205,6 +237,35 @@ class HotLoops:
             return "train"  # `loss_scaler(loss, optimizer, ...)`: a helper that steps the optimizer on the loss
         return None
 
+    def _passes_data(self, loop: ast.AST, calls: List[ast.Call]) -> bool:
+        """Each pass of ``loop`` moves a value it binds anew to the device (``x.to(device)``, ``x.cuda()``:
+        a batch, not a constant moved again and again) and applies a module-like callable to a device
+        tensor (``g_model(lr)``, ``psnr_model(sr, gt)``). Asked only of loops nothing else makes hot, and
+        the device questions only where the syntax already fits (``for layer in layers: x = layer(x)``
+        in every model's forward asks none)."""
+        moves = [c for c in calls if type(c.func) is ast.Attribute and c.func.attr in ("to", "cuda")
+                 and self._binds_each_pass(c.func.value, loop)]
+        feeds = [c for c in calls if not (type(c.func) is ast.Attribute and c.func.attr in ("to", "cuda"))]
+        if not moves or not feeds:
+            return False
+        flow = self.flow
+        if not any(flow.kind(c) is Kind.DEVICE and flow.kind(c.func.value) is not Kind.MODULE for c in moves):  # type: ignore[attr-defined]
+            return False
+        return any(any(flow.is_device(value) for value in positional(c)) for c in feeds)
+
+    def _binds_each_pass(self, value: ast.AST, loop: ast.AST) -> bool:
+        """``value`` (``batch["x"]``, ``x``) is read from a name that ``loop`` binds anew on each pass (its
+        target, a name it assigns): a batch, not a constant moved again and again."""
+        root = value
+        while type(root) in (ast.Attribute, ast.Subscript, ast.Call):
+            root = root.func if type(root) is ast.Call else root.value  # type: ignore[attr-defined]
+        if type(root) is not ast.Name:
+            return False
+        stored = self._stored.get(loop)
+        if stored is None:
+            stored = self._stored[loop] = _stored_in(loop)
+        return root.id in stored  # type: ignore[attr-defined]
+
     def _local_callee(self, call: ast.Call) -> List[FunctionNode]:
         func = call.func
         if type(func) is ast.Name:
@@ -217,18 +278,22 @@ class HotLoops:
         tree = self.tree
         steps: Dict[ast.AST, Set[str]] = {}  # loop or function -> step kinds run directly in it
         local_calls: List[Tuple[ast.AST, List[FunctionNode]]] = []
+        candidates: Dict[ast.AST, List[ast.Call]] = {}  # loop -> its calls that may move or feed data
         for call in tree.of_type(ast.Call):
             kind = self._step_kind(call)  # type: ignore[arg-type]
             callees = self._local_callee(call)  # type: ignore[arg-type]
-            if kind is None and not callees:
-                continue
             owner = self._innermost(call)
             if owner is None:
+                continue
+            if kind is None and type(owner) in _LOOPS and _may_pass_data(call):  # type: ignore[arg-type]
+                candidates.setdefault(owner, []).append(call)  # type: ignore[arg-type]
+            if kind is None and not callees:
                 continue
             if kind is not None:
                 steps.setdefault(owner, set()).add(kind)
             if callees:
                 local_calls.append((owner, callees))
+        direct = {owner: set(kinds) for owner, kinds in steps.items()}
         # A call to a function that runs a step (outside its own loops) runs that step.
         changed = True
         rounds = 0
@@ -244,6 +309,8 @@ class HotLoops:
         for node in tree.of_type(ast.For, ast.AsyncFor, ast.While):
             kinds = steps.get(node, set())
             loader = type(node) in _FOR and self._iterates_loader(node.iter)  # type: ignore[attr-defined]
+            if not kinds and not loader and node in candidates and self._passes_data(node, candidates[node]):  # type: ignore[arg-type]
+                kinds = {"forward"}  # each pass moves fresh data to the device and runs a model on it
             if not kinds and not loader:
                 continue
             if _first_pass_only(node):
@@ -255,6 +322,7 @@ class HotLoops:
             else:
                 label = "loop over batches"
             self.hot[node] = Loop(node, label)  # type: ignore[arg-type]
+        self._find_generator_loops()
         # An epoch loop runs the batch loop; its own forward calls (a sample
         # generated per epoch) run once per epoch, not per step.
         outer: Set[ast.AST] = set()
@@ -264,8 +332,25 @@ class HotLoops:
         for node in list(self.hot):
             if type(node) in _FOR and self._iterates_loader(node.iter):  # type: ignore[attr-defined]
                 continue
+            if "train" in direct.get(node, ()):
+                continue  # `optimizer.step()` after a gradient-accumulation loop: each pass is a step
             if node in outer:
                 del self.hot[node]
+
+    def _find_generator_loops(self) -> None:
+        """``for out in predictions(loader):`` where ``predictions`` is a generator of this file whose loop is
+        hot: each pass of the consumer runs one pass of it (a step)."""
+        if not self.hot:
+            return
+        for node in self.tree.of_type(ast.For, ast.AsyncFor):
+            if node in self.hot or type(node.iter) is not ast.Call or _first_pass_only(node):  # type: ignore[attr-defined]
+                continue
+            generator = self.flow.generator_called(node.iter)  # type: ignore[attr-defined]
+            if generator is None:
+                continue
+            inner = [loop for loop in self.hot.values() if self.tree.contains(generator, loop.node)]
+            if inner:
+                self.hot[node] = Loop(node, inner[0].kind)  # type: ignore[arg-type]
 
     def _iterates_loader(self, iterable: ast.AST, depth: int = 0) -> bool:
         if depth > 4:
@@ -306,7 +391,51 @@ class HotLoops:
 
 def _first_pass_only(loop: ast.AST) -> bool:
     """The loop's body ends every pass with ``return``, ``break`` or ``raise``: it runs at most once."""
-    return any(type(statement) in (ast.Return, ast.Break, ast.Raise) for statement in loop.body)  # type: ignore[attr-defined]
+    return _always_exits(loop.body)  # type: ignore[attr-defined]
+
+
+def _always_exits(block: List[ast.stmt], depth: int = 0) -> bool:
+    """Every way through ``block`` leaves the loop: a ``return``/``break``/``raise``, also inside a ``with``
+    or in both branches of an ``if`` (``with torch.no_grad(): ...; return out.item()``)."""
+    if depth > 6:
+        return False
+    for statement in block:
+        cls = type(statement)
+        if cls in (ast.Return, ast.Break, ast.Raise):
+            return True
+        if cls in (ast.With, ast.AsyncWith) and _always_exits(statement.body, depth + 1):  # type: ignore[attr-defined]
+            return True
+        if cls is ast.If and statement.orelse and _always_exits(statement.body, depth + 1) \
+                and _always_exits(statement.orelse, depth + 1):  # type: ignore[attr-defined]
+            return True
+    return False
+
+
+def _may_pass_data(call: ast.Call) -> bool:
+    """``x.to(...)``, ``x.cuda()`` or a call of a module-like name: what ``HotLoops._passes_data`` looks at."""
+    func = call.func
+    if type(func) is ast.Attribute and func.attr in ("to", "cuda"):
+        return True
+    name = dotted_name(func)
+    return name is not None and bool(MODULE_LIKE.search(name.rsplit(".", 1)[-1]))
+
+
+def _stored_in(loop: ast.AST) -> Set[str]:
+    """The names and attribute chains that a loop's target and body assign (not inside nested functions)."""
+    stored: Set[str] = set()
+    stack: List[ast.AST] = [loop.target] if type(loop) in _FOR else []  # type: ignore[attr-defined]
+    stack.extend(loop.body)  # type: ignore[attr-defined]
+    while stack:
+        node = stack.pop()
+        cls = type(node)
+        if cls in _FRAMES:
+            continue
+        if (cls is ast.Name or cls is ast.Attribute) and type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+            name = dotted_name(node)
+            if name is not None:
+                stored.add(name)
+        stack.extend(ast.iter_child_nodes(node))
+    return stored
 
 
 def _in_field(tree: Tree, child: ast.AST, parent: ast.AST, field: str) -> bool:

@@ -115,25 +115,47 @@ class CudaOnlyDeviceChoice(Rule):
     def _imported_flag_guard(self, node: ast.AST) -> None:
         """``from config import USE_CUDA`` (``USE_CUDA = torch.cuda.is_available()`` there), ``if USE_CUDA:
         model.cuda()``: the availability flag comes from another module, which is where it can be changed."""
+        if self.ctx.project is None:
+            return
+        found = self._enclosing_flag(node)
+        if found is not None and id(found[0]) not in self._guards_reported:
+            part, where = found
+            self._guards_reported.add(id(part))
+            self.report(part, f"`{self.ctx.text(part)}` is CUDA availability ({where}), False on a "
+                              "Mac, and it decides where work runs: everything it places stays on "
+                              "the CPU, never MPS; not fixed: let it mean an accelerator is "
+                              "available where it is defined")
+
+    def _enclosing_flag(self, node: ast.AST) -> Optional[Tuple[ast.AST, str]]:
+        """The innermost ``if`` (in this function) whose body holds ``node`` and whose test has an imported CUDA
+        flag as one of its ``and`` parts: (that part, where it is set). Memoized along the way up, so the calls of
+        a long ``elif`` chain cost linear time, not one walk up the chain each."""
+        memo = self.__dict__.setdefault("_flag_guards", {})  # id(node) -> the answer of the walk from it
+        chain = []
+        found: Optional[Tuple[ast.AST, str]] = None
         child = node
         for parent in self.ctx.ancestors(node):
+            if id(child) in memo:
+                found = memo[id(child)]
+                break
+            chain.append(child)
             cls = type(parent)
             if cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef):
-                return
+                break
             if cls in (ast.If, ast.IfExp, ast.While) and child is not parent.test:  # type: ignore[attr-defined]
                 owner = self.ctx.tree.block_owner(child) if cls is not ast.IfExp else (parent, "body" if child is parent.body else "orelse")  # type: ignore[attr-defined]
                 if owner is not None and owner[0] is parent and owner[1] == "body":
                     for part in _and_parts(parent.test):  # type: ignore[attr-defined]
                         where = self._imported_flag(part)
                         if where is not None:
-                            if id(part) not in self._guards_reported:
-                                self._guards_reported.add(id(part))
-                                self.report(part, f"`{self.ctx.text(part)}` is CUDA availability ({where}), False on a "
-                                                  "Mac, and it decides where work runs: everything it places stays on "
-                                                  "the CPU, never MPS; not fixed: let it mean an accelerator is "
-                                                  "available where it is defined")
-                            return
+                            found = (part, where)
+                            break
+                    if found is not None:
+                        break
             child = parent
+        for visited in chain:
+            memo[id(visited)] = found
+        return found
 
     def _imported_flag(self, node: ast.AST) -> Optional[str]:
         """Where an imported name (``USE_CUDA``, ``config.USE_CUDA``) is defined as CUDA availability, else None."""

@@ -59,7 +59,11 @@ class ItemInHotLoop(_HotLoopRule):
         else:
             return
         loop = self.loop(node)
-        if loop is None or not self.flow.is_device(tensor):
+        if loop is None:
+            return
+        flow = self.flow
+        # `.item()` / `.tolist()` say their receiver is a tensor: an unseen helper's result counts
+        if not (flow.read_as_device_tensor(tensor) if method else flow.is_device(tensor)):
             return
         what = "copies the tensor to the host and " if method == "tolist" else ""
         self.report(
@@ -84,6 +88,9 @@ class HostCopyInHotLoop(_HotLoopRule):
         qualified = self.ctx.qualify(node.func)
         if method == "cpu" and qualified is None:
             tensor = node.func.value  # type: ignore[attr-defined]
+            if type(tensor) is ast.Call and method_name(tensor) == "detach" and flow.read_as_device_tensor(tensor):
+                self._report_copy(node, loop)  # `metric_fn(y_pred, y).detach().cpu()`: a tensor, as `.detach()` says
+                return
         elif method == "numpy" and qualified is None and not node.args and not node.keywords:
             # `.numpy()` of a device tensor raises on MPS (MPS301); the `.cpu()` it needs, which MPS301's
             # fix inserts, is a copy every step: reported here too, so the fixed code reports no new finding
@@ -107,6 +114,9 @@ class HostCopyInHotLoop(_HotLoopRule):
             return
         if not flow.is_device(tensor):
             return
+        self._report_copy(node, loop)
+
+    def _report_copy(self, node: ast.Call, loop: Loop) -> None:
         self.report(
             node,
             f"`{short(self.ctx, node)}` in the {loop.kind} copies to the host and waits for the device every step; "

@@ -75,6 +75,19 @@ def _loops_step(parent: ast.AST, child: ast.AST, above: Tuple[ast.AST, ...]) -> 
     return above
 
 
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _comprehensions_step(parent: ast.AST, child: ast.AST, above: Tuple[ast.AST, ...]) -> Tuple[ast.AST, ...]:
+    """The comprehensions around a node, innermost first, up to its function."""
+    cls = type(parent)
+    if cls in _COMPREHENSIONS:
+        return (parent, *above)
+    if cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef):
+        return ()
+    return above
+
+
 def _all_parameters(function) -> List[ast.arg]:
     args = function.args
     found = [*args.posonlyargs, *args.args, *args.kwonlyargs]
@@ -96,6 +109,9 @@ class Bindings:
     def visible(self, name: str, use: ast.AST) -> List[Binding]:
         """The bindings that can reach ``use``: the latest one before it, else all of them."""
         tree = self.tree
+        own = self._comprehension_bindings(name, use)
+        if own:
+            return own
         start = tree.index(use)
         if start < 0:
             start = 0
@@ -116,6 +132,21 @@ class Bindings:
             if scope is tree.module:
                 return []
             scope = tree.scope_of(scope)
+
+    def _comprehension_bindings(self, name: str, use: ast.AST) -> List[Binding]:
+        """``{k: v.item() for k, v in losses.items()}``: ``v`` is what its own comprehension binds, though
+        the element comes before the ``for`` in the source (and another ``v`` may be bound just before)."""
+        tree = self.tree
+        for comprehension in tree.inherited("comprehensions", use, _comprehensions_step, ()):
+            generators = comprehension.generators  # type: ignore[attr-defined]
+            if tree.contains(generators[0].iter, use):
+                continue  # the first iterable is evaluated outside the comprehension
+            for generator in generators:
+                targets = {id(n) for n in ast.walk(generator.target) if type(n) is _NAME and n.id == name}  # type: ignore[attr-defined]
+                if targets:
+                    found = self.bindings.get(tree.scope_of(generator.target), {}).get(name, ())
+                    return [b for b in found if id(b.site) in targets]
+        return []
 
     def _collect_bindings(self) -> None:
         tree = self.tree

@@ -167,6 +167,8 @@ class Evaluation:
             return arithmetic(before, self.kind(node.value))  # type: ignore[attr-defined]
         if how == "for":
             element = self.kind(binding.value)
+            if element is not Kind.DEVICE and type(binding.value) is _CALL:
+                element = self._yielded_kind(binding.value)  # type: ignore[arg-type]
             return Kind.DEVICE if element is Kind.DEVICE else Kind.UNKNOWN
         value = binding.value
         for step in binding.path:
@@ -177,6 +179,34 @@ class Evaluation:
                 inner = self.kind(value)
                 return inner if inner in (Kind.DEVICE, Kind.HOST_TENSOR, Kind.HOST) else Kind.UNKNOWN
         return self.kind(value)
+
+    def generator_called(self, call: ast.Call) -> Optional[ast.AST]:
+        """The generator function of this file that ``call`` runs (``batches(loader)``, a top-level ``def``
+        that yields, not shadowed where it is called), else None."""
+        func = call.func
+        if type(func) is not _NAME:
+            return None
+        tree = self.tree
+        if func.id in self.bindings.get(tree.scope_of(call), {}) and tree.scope_of(call) is not tree.module:  # type: ignore[attr-defined]
+            return None
+        if self._yields is None:
+            self._yields = {}
+            for node in tree.of_type(ast.Yield, ast.YieldFrom):
+                scope = tree.scope_of(node)
+                if type(scope) in (ast.FunctionDef, ast.AsyncFunctionDef) and tree.scope_of(scope) is tree.module:
+                    self._yields.setdefault(scope.name, (scope, []))[1].append(node)  # type: ignore[union-attr]
+        found = self._yields.get(func.id)  # type: ignore[attr-defined]
+        return found[0] if found is not None else None
+
+    def _yielded_kind(self, call: ast.Call) -> Kind:
+        """``for out in predictions(loader)``: what the generator function of this file yields."""
+        if self.generator_called(call) is None:
+            return Kind.UNKNOWN
+        yields = self._yields[call.func.id][1]  # type: ignore[index, attr-defined]
+        values = [y.value for y in yields if type(y) is ast.Yield and y.value is not None]  # type: ignore[attr-defined]
+        if len(values) != len(yields):
+            return Kind.UNKNOWN  # `yield from`, a bare `yield`: not known
+        return join_all(self.kind(v) for v in values)
 
     def _argument_kind(self, binding: Binding) -> Kind:
         """What the callers in this file pass for a parameter (``accuracy(output, target)`` gets device tensors)."""
@@ -246,6 +276,9 @@ class Evaluation:
         if cls is ast.Compare:
             if any(type(op) in (ast.Is, ast.IsNot, ast.In, ast.NotIn) for op in expr.ops):  # type: ignore[attr-defined]
                 return Kind.HOST
+            if any(type(side) is ast.Constant and isinstance(side.value, (str, bytes))  # type: ignore[attr-defined]
+                   for side in (expr.left, *expr.comparators)):  # type: ignore[attr-defined]
+                return Kind.HOST  # `batch["name"] == ""`: a string field of a batch of tensors, not a tensor
             result = self.kind(expr.left)  # type: ignore[attr-defined]
             for comparator in expr.comparators:  # type: ignore[attr-defined]
                 result = arithmetic(result, self.kind(comparator))

@@ -11,9 +11,10 @@ from mpslint.analysis.device_flow.bindings import Binding, Bindings
 from mpslint.analysis.device_flow.evaluation import Evaluation
 from mpslint.analysis.device_flow.placement import Placement
 from mpslint.analysis.device_flow.across import AcrossModules
+from mpslint.analysis.device_flow.reads import HostReads
 
 
-class DeviceFlow(Evaluation, Placement, Bindings, AcrossModules):
+class DeviceFlow(Evaluation, Placement, Bindings, AcrossModules, HostReads):
     def __init__(self, ctx) -> None:
         self.ctx = ctx
         self.tree: Tree = ctx.tree
@@ -34,6 +35,7 @@ class DeviceFlow(Evaluation, Placement, Bindings, AcrossModules):
         # Functions whose parameters the callers in other modules say are on the device: their files.
         self.from_callers: Dict[ast.AST, List[str]] = {}
         self.device_names: List[str] = []
+        self._yields: Optional[Dict[str, Tuple[ast.AST, List[ast.AST]]]] = None  # generator name -> (def, yields)
         self._memo: Dict[ast.AST, Kind] = {}
         self._busy: Set[ast.AST] = set()
         self._binding_memo: Dict[Tuple[Binding, str], Kind] = {}

@@ -21,6 +21,8 @@ from mpslint.analysis.syntax import dotted_name, keyword
 NUMPY_FLOAT64 = frozenset("rand randn random random_sample normal uniform standard_normal linspace logspace".split())
 # Methods whose result is a value on the host, whatever the receiver's device.
 HOST_METHODS = frozenset("item tolist numpy size dim numel shape __len__".split())
+# Builtins whose result is a Python value, whatever they are given.
+HOST_BUILTINS = frozenset("float int bool str repr len round".split())
 TORCH_FACTORIES = frozenset(
     "zeros ones empty full rand randn randint randperm arange linspace logspace eye tensor as_tensor".split()
 )
@@ -80,6 +82,17 @@ class Evaluator:
         if cls is ast.Subscript:
             base = self.fact(expr.value, depth + 1)  # type: ignore[attr-defined]
             return base if base in (facts.DEVICE_TENSOR, facts.HOST_TENSOR) or facts.argument_position(base) is not None else None
+        if cls is ast.Tuple or cls is ast.List:
+            # `return loss, acc`: tensors all, computed from the arguments (indexing one gives its fact)
+            found = [self.fact(e, depth + 1) for e in expr.elts]  # type: ignore[attr-defined]
+            if found and len(set(found)) == 1 and found[0] in (facts.DEVICE_TENSOR, facts.HOST_TENSOR):
+                return found[0]
+            if not found or not all(facts.argument_position(f) is not None for f in found):
+                return None  # a host tensor beside a device one: where a part is depends on which part
+            result = found[0]
+            for other in found[1:]:
+                result = facts.combined(result, other)
+            return result
         if cls is ast.IfExp:
             return facts.join(self.fact(expr.body, depth + 1), self.fact(expr.orelse, depth + 1))  # type: ignore[attr-defined]
         if cls is ast.BinOp:
@@ -110,7 +123,10 @@ class Evaluator:
             return self._method(call, func, depth)
         if qualified is None:
             if type(func) is ast.Name:
-                return self.call_fact(call)
+                found = self.call_fact(call)
+                if found is None and func.id in HOST_BUILTINS:  # type: ignore[attr-defined]
+                    return facts.HOST  # `return float(loss)`: a Python number
+                return found
             return None
         if qualified in CUDA_FLAGS:
             return facts.CUDA_FLAG
@@ -165,6 +181,9 @@ class Evaluator:
             if where == facts.CPU:
                 return facts.HOST_TENSOR
             if type(target) is ast.Attribute and target.attr == "device":  # type: ignore[attr-defined]
+                owner = self.fact(target.value, depth + 1)  # type: ignore[attr-defined]
+                if facts.argument_position(owner) is not None or owner == facts.HOST_TENSOR:
+                    return owner  # x.to(inputs.device): where that argument (or host tensor) is
                 return facts.DEVICE_TENSOR  # x.to(self.device) / x.to(model.device)
             if type(target) is ast.Name and names_a_device(target.id):  # type: ignore[attr-defined]
                 return facts.DEVICE_TENSOR

@@ -37,7 +37,7 @@ from mpslint.analysis.project import facts
 from mpslint.analysis.project.evaluate import MODULE_LIKE, Evaluator, names_a_device, string_fact
 from mpslint.analysis.syntax import dotted_name
 
-FORMAT = 2  # bump when what a summary holds changes: cached summaries of another format are not read
+FORMAT = 3  # bump when what a summary holds changes: cached summaries of another format are not read
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -308,6 +308,7 @@ class _Summarizer:
         spots: Dict[str, List[Tuple[int, int]]] = {}  # where each of a local's assignments is, in the same order
         params: Dict[str, int] = {}
         returned: List[ast.AST] = []
+        appended: Dict[str, List[ast.AST]] = {}  # `res.append(v)`: name -> the values appended to it
         owner = None
         if key is not None:
             function = self.functions[key]
@@ -329,7 +330,11 @@ class _Summarizer:
                 elif cls is ast.Assign:
                     local_statements[id(node.value)] = node  # type: ignore[attr-defined]
                     for target in node.targets:  # type: ignore[attr-defined]
-                        _local_assign(local, target, node.value, spots, spot)  # type: ignore[attr-defined]
+                        for part in _local_assign(local, target, node.value, spots, spot):  # type: ignore[attr-defined]
+                            local_statements[id(part)] = node
+                elif cls is ast.Expr and _appended(node.value):  # type: ignore[attr-defined]
+                    call = node.value  # type: ignore[attr-defined]
+                    appended.setdefault(call.func.value.id, []).append(call.args[0])
                 elif cls is ast.AnnAssign and node.value is not None:  # type: ignore[attr-defined]
                     local_statements[id(node.value)] = node  # type: ignore[attr-defined]
                     _local_assign(local, node.target, node.value, spots, spot)  # type: ignore[attr-defined]
@@ -379,6 +384,19 @@ class _Summarizer:
             if name in running:
                 return running[name]
             if name in memo:
+                return memo[name]
+            if name in appended:
+                # `res = []; for k in topk: res.append(correct_k.mul_(100.0 / n)); return res`: a list of
+                # what was appended (indexing it gives one of them); a list that held more is not known
+                result = None
+                if name not in params and local.get(name) and all(_empty_list(v) for v in local[name]):
+                    running[name] = None
+                    found = [evaluator.fact(v) for v in appended[name]]
+                    del running[name]
+                    result = found[0]
+                    for other in found[1:]:
+                        result = facts.join(result, other)
+                memo[name] = result if _tensor_fact(result) else None
                 return memo[name]
             if name in local:
                 # In source order: an assignment in the function's own body replaces the value
@@ -575,13 +593,37 @@ def _calls_a_placed_module(name: str, call: ast.Call, local, params, placed: Fro
 
 
 def _local_assign(local: Dict[str, List[Optional[ast.AST]]], target: ast.AST, value: Optional[ast.AST],
-                  spots: Dict[str, List[Tuple[int, int]]], spot: Tuple[int, int]) -> None:
+                  spots: Dict[str, List[Tuple[int, int]]], spot: Tuple[int, int]) -> List[ast.AST]:
+    """Record what ``target = value`` binds (and where); return the values made up for the parts of an unpacking."""
     if type(target) is ast.Name:
         local.setdefault(target.id, []).append(value)  # type: ignore[attr-defined]
         spots.setdefault(target.id, []).append(spot)  # type: ignore[attr-defined]
-    elif type(target) in (ast.Tuple, ast.List):
-        for element in target.elts:  # type: ignore[attr-defined]
-            _local_assign(local, element.value if type(element) is ast.Starred else element, None, spots, spot)
+        return []
+    made: List[ast.AST] = []
+    if type(target) in (ast.Tuple, ast.List):
+        for i, element in enumerate(target.elts):  # type: ignore[attr-defined]
+            part: Optional[ast.AST] = None
+            if type(element) is not ast.Starred and type(value) is ast.Call:
+                # `_, pred = output.topk(k, 1)`: each part of a tensor method's (or helper's) result is where
+                # the result is; the evaluator reads an index of a tensor fact as that fact, of others as unknown
+                part = ast.Subscript(value=value, slice=ast.Constant(i), ctx=ast.Load())
+                made.append(part)
+            made += _local_assign(local, element.value if type(element) is ast.Starred else element, part, spots, spot)
+    return made
+
+
+def _appended(value: ast.AST) -> bool:
+    """``name.append(v)``."""
+    return (type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr == "append"  # type: ignore[attr-defined]
+            and type(value.func.value) is ast.Name and len(value.args) == 1 and not value.keywords)  # type: ignore[attr-defined]
+
+
+def _empty_list(value: Optional[ast.AST]) -> bool:
+    return type(value) is ast.List and not value.elts  # type: ignore[attr-defined]
+
+
+def _tensor_fact(fact: Optional[str]) -> bool:
+    return fact in (facts.DEVICE_TENSOR, facts.HOST_TENSOR) or facts.argument_position(fact) is not None
 
 
 def _statement_of(value: ast.AST, statements: Dict[int, ast.AST]) -> Optional[ast.AST]:
