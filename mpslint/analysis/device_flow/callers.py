@@ -117,9 +117,10 @@ def _flow(ctx, path: str, module: ast.Module, text: str, factory):
     return flow
 
 
-def passed(ctx, function: str, position: Optional[int], keyword: str) -> Optional[list]:
-    """The argument expressions' kinds the other modules' calls pass for this parameter; None: none found,
-    or some call passes it in a way that cannot be read (then nothing is claimed)."""
+def passed(ctx, flow_class, function: str, position: Optional[int], keyword: str) -> Optional[list]:
+    """The argument expressions' kinds the other modules' calls pass for this parameter, as ``flow_class``
+    (``DeviceFlow``, given: it imports this module) reads them; None: none found, or some call passes it in a way
+    that cannot be read (then nothing is claimed)."""
     where = ctx.project.path  # the file read (``ctx.path`` is the path as displayed)
     if _active[0] or not where or not where.endswith(".py"):
         return None
@@ -127,8 +128,6 @@ def passed(ctx, function: str, position: Optional[int], keyword: str) -> Optiona
         callee = os.path.abspath(where)
     except (OSError, ValueError):
         return None
-    from mpslint.analysis.device_flow.flow import DeviceFlow  # flow imports evaluation, which asks here
-
     starred = not function.startswith("_") and not _declares_all(ctx.module)
     kinds: list = []
     _active[0] += 1
@@ -142,7 +141,7 @@ def passed(ctx, function: str, position: Optional[int], keyword: str) -> Optiona
             if not names:
                 continue
             ctx.project.depends_on(path, NOT_CACHED)
-            flow = _flow(ctx, path, module, text, DeviceFlow)
+            flow = _flow(ctx, path, module, text, flow_class)
             if flow is not None:
                 for name in names:
                     for call, is_method in flow.calls.get(name, ()):

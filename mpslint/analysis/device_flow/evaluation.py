@@ -8,7 +8,7 @@ from typing import Iterable, List, Optional
 from mpslint.analysis.syntax import dotted_name, keyword, positional
 from mpslint.analysis.device_flow.kinds import DEVICE_NAME, FACTORIES, HOST_BUILTINS, HOST_METHODS, HOST_MODULES, JOIN_BUILTINS, Kind, MAX_DEPTH, META_ATTRS, MODULE_LIKE, MODULE_METHODS, NO_GRAD, OBJECT_OWNERS, _ATTRIBUTE, _CALL, _NAME, arithmetic, join, join_all, names_a_dtype, string_kind
 from mpslint.analysis.device_flow.bindings import Binding, _class_of
-from mpslint.analysis.device_flow import callers
+from mpslint.analysis.device_flow.callers import passed as passed_by_callers
 
 
 def _arguments(call: ast.Call) -> List[ast.AST]:
@@ -195,7 +195,7 @@ class Evaluation:
         local = self.calls.get(function.name, ())  # type: ignore[union-attr]
         if not local and self.tree.parent(function) is self.tree.module and position is not None:
             # Called only from other modules (a helper module's metric, called from the training script).
-            passed = callers.passed(self.ctx, function.name, position, param.arg)  # type: ignore[union-attr]
+            passed = passed_by_callers(self.ctx, type(self), function.name, position, param.arg)  # type: ignore[union-attr]
             if passed is not None:
                 result = join_all(passed)
                 return result if result in (Kind.DEVICE, Kind.MODULE, Kind.HOST_TENSOR) else Kind.UNKNOWN
