@@ -96,7 +96,7 @@ class Float64ToDevice(Rule):
         elif method == "cuda" and self._from_numpy_float64(node.func.value):  # type: ignore[attr-defined]
             self._report(node, "moves float64 data to the device", self._cast_first(node))
 
-    def _by_default(self, node: ast.Call, dtype: ast.AST) -> None:
+    def _by_default(self, node: ast.Call, dtype: ast.AST, verb: str = "creates") -> None:
         """A dtype that is float64 through a parameter's default (torchdiffeq's solvers: ``dtype=torch.float64``,
         then ``torch.promote_types(dtype, y0.dtype)`` for every time-like tensor): reported once per function and
         name, where the first tensor is made; no fix (the default is the author's choice of precision for every
@@ -105,7 +105,7 @@ class Float64ToDevice(Rule):
         if key in self._defaults_reported:
             return
         self._defaults_reported.add(key)
-        self._report(node, f"creates a float64 tensor on the device: `{short(self.ctx, dtype)}` is float64 unless the "
+        self._report(node, f"{verb} a float64 tensor on the device: `{short(self.ctx, dtype)}` is float64 unless the "
                            "caller passes another dtype (a parameter's default)", None)
 
     def _float32_keyword(self, node: ast.Call) -> Optional[FixSpec]:
@@ -131,7 +131,10 @@ class Float64ToDevice(Rule):
             dtype = next((v for v in positional(node) if flow.is_dtype(v)), None)
         if dtype is not None:
             if self._is_float64(dtype) and flow.is_device(node):
-                self._report(node, "makes a float64 tensor on the device", self._dtype_fix(dtype))
+                if flow.dtype_value(dtype) in FLOAT64_DTYPES:
+                    self._report(node, "makes a float64 tensor on the device", self._dtype_fix(dtype))
+                else:
+                    self._by_default(node, dtype, "makes")
             return
         if method != "to" or not flow.is_device(node):
             return
