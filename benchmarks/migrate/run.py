@@ -154,7 +154,12 @@ def _fix(case: Case, folder: Path) -> str:
     return " ".join(lines) if lines else (said[-1] if said else "")
 
 
-def _verify(case: Case, folder: Path, timeout: int) -> Outcome:
+def _verify(case: Case, exported: Path, timeout: int) -> Outcome:
+    # In a copy: drivers write data and checkpoints next to themselves, and the exports stay as exported and
+    # fixed for benchmarks/cuda_equivalence.
+    folder = exported.with_name(exported.name + "-run")
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(exported, folder)
     done = subprocess.run([sys.executable, "-m", "mpslint", "verify", "--simulate", "--output-format", "json",
                            "--timeout", str(timeout), case.driver], cwd=folder, capture_output=True, text=True,
                           env=_env())
