@@ -444,9 +444,6 @@ def test_a_helper_whose_callers_pass_device_tensors_works_on_the_device(tmp_path
     # the caller's tensors stay on the host
     {"train.py": "from metrics import accuracy\nimport torch\ndef f(model, x, y):\n    return accuracy(model(x), y)\n"},
     {"train.py": "from metrics import accuracy\nmodel = Net().cuda()\ndef f(x, y):\n    return accuracy(model(x).cpu(), y)\n"},
-    # two callers that do not agree
-    {"train.py": "from metrics import accuracy\nmodel = Net().cuda()\ndef f(x, y):\n    return accuracy(model(x), y)\n",
-     "plot.py": "from metrics import accuracy\nimport torch\nprint(accuracy(torch.zeros(3, 2), torch.zeros(3)))\n"},
     # the device tensor goes by keyword (not followed), or to another module's function of the same name
     {"train.py": "from metrics import accuracy\nmodel = Net().cuda()\ndef f(x, y):\n    return accuracy(output=model(x), labels=y)\n"},
     {"train.py": "from scores import accuracy\nmodel = Net().cuda()\ndef f(x, y):\n    return accuracy(model(x), y)\n",
@@ -458,6 +455,16 @@ def test_a_helper_whose_callers_pass_device_tensors_works_on_the_device(tmp_path
 def test_a_helper_is_on_the_device_only_when_its_callers_say_so(tmp_path, callers):
     write(tmp_path, {"metrics.py": METRICS, **callers})
     assert float64_rows(tmp_path / "metrics.py")[0] == []
+
+
+def test_one_caller_passing_device_tensors_is_enough(tmp_path):
+    # plot.py passes host tensors, train.py device ones: train.py's call is the one that fails on a Mac
+    write(tmp_path, {
+        "metrics.py": METRICS,
+        "train.py": "from metrics import accuracy\nmodel = Net().cuda()\ndef f(x, y):\n    return accuracy(model(x), y)\n",
+        "plot.py": "from metrics import accuracy\nimport torch\nprint(accuracy(torch.zeros(3, 2), torch.zeros(3)))\n",
+    })
+    assert float64_rows(tmp_path / "metrics.py")[0] == [(5, "MPS303")]
 
 
 CALLER = """
@@ -511,10 +518,14 @@ def test_a_float64_array_made_in_one_module_and_moved_in_another(tmp_path):
     assert "its callers in train.py pass float64 arrays" in message
 
 
+def test_one_call_passing_a_float64_array_is_enough(tmp_path):
+    # the float32 call is fine; the other one moves float64 to the device
+    write(tmp_path, {"mover.py": MOVER, "train.py": "import numpy as np\nfrom mover import to_device\n"
+                     "a = to_device(np.random.randn(3))\nb = to_device(np.zeros(3, dtype=np.float32))\n"})
+    assert float64_rows(tmp_path / "mover.py")[0] == [(6, "MPS303")]
+
+
 @pytest.mark.parametrize("extra, train", [
-    # one caller passes float32
-    ("", "import numpy as np\nfrom mover import to_device\n"
-         "a = to_device(np.random.randn(3))\nb = to_device(np.zeros(3, dtype=np.float32))\n"),
     # an array of unknown dtype
     ("", "import numpy as np\nfrom mover import to_device\na = to_device(np.load('x.npy'))\n"),
     # the helper's own file calls it with float32: the calls in its own file are the ones read

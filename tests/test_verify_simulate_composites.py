@@ -122,3 +122,18 @@ def test_collectives_follow_the_backends_device_rules(mps, tmp_path):
             dist.all_reduce(torch.ones(2, device="mps"))
     finally:
         dist.destroy_process_group()
+
+
+def test_a_checkpoint_of_device_tensors_saves_and_loads(mps, tmp_path):
+    """Diego999/pyGAT saves `model.state_dict()` every epoch and loads the best one back: torch.load is weights-only
+    by default (torch 2.6), and the emulation's tensor class is no allowed global."""
+    model = torch.nn.Linear(3, 2).to("mps")
+    weight = torch.randn(2, 3).to("mps").requires_grad_()
+    torch.save({"state": model.state_dict(), "weight": weight}, tmp_path / "ck.pkl")
+    loaded = torch.load(tmp_path / "ck.pkl")
+    assert type(loaded["weight"]) is torch.Tensor and loaded["weight"].requires_grad
+    torch.testing.assert_close(loaded["weight"], weight.detach().cpu())
+    model.load_state_dict(loaded["state"])
+    assert isinstance(model.weight, SimulatedMPSTensor)
+    _same(model(torch.ones(1, 3).to("mps")), torch.nn.functional.linear(torch.ones(1, 3), loaded["state"]["weight"],
+                                                                       loaded["state"]["bias"]))

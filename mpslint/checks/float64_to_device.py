@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from typing import Optional
+from typing import Optional, Set, Tuple
 
 from mpslint.analysis.device_flow import DeviceFlow, Kind
 from mpslint.analysis.project import facts
@@ -70,6 +70,10 @@ class Float64ToDevice(Rule):
     # a gym environment's observations too (`obs, reward, done, info = env.step(a)`).
     TRIGGERS = ("float64", "double", "numpy", "env.step", "env.reset", "envs.step", "envs.reset")
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._defaults_reported: Set[Tuple[object, str]] = set()
+
     @property
     def flow(self) -> DeviceFlow:
         return self.ctx.analysis(DeviceFlow)
@@ -84,7 +88,10 @@ class Float64ToDevice(Rule):
             if self.flow.is_cpu(keyword(node, "device")):  # type: ignore[arg-type]
                 return
             if dtype is not None and self._is_float64(dtype):
-                self._report(node, "creates a float64 tensor on the device", self._dtype_fix(dtype))
+                if self.flow.dtype_value(dtype) in FLOAT64_DTYPES:
+                    self._report(node, "creates a float64 tensor on the device", self._dtype_fix(dtype))
+                else:
+                    self._by_default(node, dtype)
             elif dtype is None and qualified in FROM_ARRAY and self._float64_array_argument(node):
                 self._report(node, "creates a float64 tensor on the device from a float64 numpy array",
                              self._float32_keyword(node))
@@ -97,6 +104,18 @@ class Float64ToDevice(Rule):
             self._to(node, method)
         elif method == "cuda" and self._from_numpy_float64(node.func.value):  # type: ignore[attr-defined]
             self._report(node, "moves float64 data to the device", self._cast_first(node))
+
+    def _by_default(self, node: ast.Call, dtype: ast.AST, verb: str = "creates") -> None:
+        """A dtype that is float64 through a parameter's default (torchdiffeq's solvers: ``dtype=torch.float64``,
+        then ``torch.promote_types(dtype, y0.dtype)`` for every time-like tensor): reported once per function and
+        name, where the first tensor is made; no fix (the default is the author's choice of precision for every
+        device)."""
+        key = (self.ctx.tree.scope_of(node), self.ctx.text(dtype))
+        if key in self._defaults_reported:
+            return
+        self._defaults_reported.add(key)
+        self._report(node, f"{verb} a float64 tensor on the device: `{short(self.ctx, dtype)}` is float64 unless the "
+                           "caller passes another dtype (a parameter's default)", None)
 
     def _float32_keyword(self, node: ast.Call) -> Optional[FixSpec]:
         """``torch.tensor(array, device=d)`` -> ``torch.tensor(array, dtype=torch.float32, device=d)``."""
@@ -121,7 +140,10 @@ class Float64ToDevice(Rule):
             dtype = next((v for v in positional(node) if flow.is_dtype(v)), None)
         if dtype is not None:
             if self._is_float64(dtype) and flow.is_device(node):
-                self._report(node, "makes a float64 tensor on the device", self._dtype_fix(dtype), device=True)
+                if flow.dtype_value(dtype) in FLOAT64_DTYPES:
+                    self._report(node, "makes a float64 tensor on the device", self._dtype_fix(dtype), device=True)
+                else:
+                    self._by_default(node, dtype, "makes")
             return
         if method != "to":
             return
@@ -137,7 +159,7 @@ class Float64ToDevice(Rule):
             self._report(node, "moves float64 data to the device", self._cast_first(node))
 
     def _is_float64(self, dtype: ast.AST) -> bool:
-        return self.flow.dtype_value(dtype) in FLOAT64_DTYPES
+        return self.flow.dtype_value(dtype, defaults=True) in FLOAT64_DTYPES
 
     def _names_float64(self, target: ast.AST) -> bool:
         """What ``.type(target)`` makes: ``torch.float64``, ``torch.DoubleTensor`` or ``"torch.DoubleTensor"``."""

@@ -52,7 +52,8 @@ LIMITATIONS = (
     "non-float and oversized convolutions, ConvTranspose3d in fp16/bf16, adaptive pooling with non-divisible "
     "sizes, float64 and complex128; other checks inside kernels (shapes, strides, arguments) are not",
     "simulated mps: autocast(device_type=\"mps\") does not lower precision; torch.Generator(device=\"mps\"), "
-    "torch.load(map_location=\"mps\") and device moves inside torch's own Python code are not emulated",
+    "torch.load(map_location=\"mps\") and device moves inside torch's own Python code are not emulated; tensors "
+    "saved from mps load back on the CPU (a Mac loads them on mps)",
 )
 
 _aten = torch.ops.aten
@@ -130,6 +131,15 @@ class SimulatedMPSTensor(torch.Tensor):
         if self.dim() == 0:
             return self.detach().item().__format__(spec)
         return object.__format__(self, spec)
+
+    def __reduce_ex__(self, proto: Any):
+        # torch.save: pickled as the host tensor it holds, a plain tensor that a weights-only torch.load
+        # accepts (this class is no allowed global). A Mac tags the storage "mps" and loads it back there;
+        # here it loads on the CPU, where load_state_dict copies it into the model's device tensors.
+        with torch.no_grad():
+            host = _to_host(self.detach())
+        host.requires_grad_(self.requires_grad)
+        return host.__reduce_ex__(proto)
 
     # Makes nn.Module.to() swap parameters in place (torch.utils.swap_tensors), as
     # set_data does on a real device, so optimizers built before .to() keep working.

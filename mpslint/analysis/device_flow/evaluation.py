@@ -126,15 +126,24 @@ class Evaluation:
             return True
         return type(node) is _NAME and self.dtype_value(node) is not None
 
-    def dtype_value(self, node: ast.AST, depth: int = 0) -> Optional[str]:
-        """The dtype a name or attribute chain holds (``torch.float64``), following assignments; None if unknown."""
+    def dtype_value(self, node: ast.AST, depth: int = 0, *, defaults: bool = False) -> Optional[str]:
+        """The dtype a name or attribute chain holds (``torch.float64``), following assignments; None if unknown.
+
+        ``defaults``: a parameter holds its default (``def __init__(self, y0, dtype=torch.float64)``, what a call
+        that does not pass it gets), and ``torch.promote_types(a, b)`` is float64 when either is."""
         qualified = self._qualified(node)
         if qualified is not None and names_a_dtype(qualified) and qualified.startswith("torch."):
             return qualified
+        if defaults and type(node) is _CALL and depth <= 4 and self._qualified(node.func) == "torch.promote_types":  # type: ignore[attr-defined]
+            found = [self.dtype_value(a, depth + 1, defaults=True) for a in node.args]  # type: ignore[attr-defined]
+            return "torch.float64" if {"torch.float64", "torch.double"} & set(found) else None
         if type(node) is not _NAME or depth > 4:
             return None
-        values = [b.value for b in self.visible(node.id, node) if b.how == "assign" and not b.path]  # type: ignore[attr-defined]
-        found = {self.dtype_value(v, depth + 1) for v in values if v is not None}
+        bindings = self.visible(node.id, node)  # type: ignore[attr-defined]
+        values = [b.value for b in bindings if b.how == "assign" and not b.path]
+        if defaults:
+            values.extend(_default_of(b) for b in bindings if b.how == "param")
+        found = {self.dtype_value(v, depth + 1, defaults=defaults) if v is not None else None for v in values}
         return found.pop() if len(found) == 1 and None not in found else None
 
     def to_target(self, call: ast.Call) -> Optional[ast.AST]:
@@ -501,3 +510,18 @@ class Evaluation:
         if Kind.HOST_TENSOR in kinds and all(k in (Kind.HOST_TENSOR, Kind.HOST) for k in kinds):
             return Kind.HOST_TENSOR
         return Kind.UNKNOWN
+
+
+def _default_of(binding: Binding) -> Optional[ast.AST]:
+    """The default value of a parameter binding, if it has one."""
+    function, param = binding.function, binding.value
+    args = getattr(function, "args", None)
+    if args is None:
+        return None
+    positional = [*args.posonlyargs, *args.args]
+    if param in positional:
+        index = positional.index(param) - (len(positional) - len(args.defaults))
+        return args.defaults[index] if index >= 0 else None
+    if param in args.kwonlyargs:
+        return args.kw_defaults[args.kwonlyargs.index(param)]
+    return None

@@ -38,7 +38,7 @@ Passed = List[Optional[str]]
 
 
 def find(project, where, function: str) -> Tuple[Passed, List[str], Dict[str, str]]:
-    """(per positional argument, the fact every caller agrees on; the calling files; the dependencies)."""
+    """(per positional argument, what the callers pass (``facts.some_call``); the calling files; the dependencies)."""
     depends: Dict[str, str] = {}
     agreed: Optional[Passed] = None
     files: List[str] = []
@@ -59,7 +59,7 @@ def find(project, where, function: str) -> Tuple[Passed, List[str], Dict[str, st
                 agreed = list(passed)
             else:
                 length = max(len(agreed), len(passed))
-                agreed = [facts.join(_at(agreed, i), _at(passed, i)) for i in range(length)]
+                agreed = [facts.some_call(_at(agreed, i), _at(passed, i)) for i in range(length)]
     return agreed or [], files, depends
 
 
@@ -162,6 +162,8 @@ def _passed(project, path: str, callee: str, callee_dotted: str, function: str) 
         module, _, called = name.rpartition(".")
         entry = header.imports.get(module or name)
         if entry is None:
+            if not module and _star_brings(project, header, dotted, is_package, roots, callee, callee_dotted, name):
+                return list(passed)
             continue
         if module:
             target = entry[1] if entry[0] == "import" else _joined(layout.absolute(dotted, is_package, entry[1], entry[2]), entry[3])
@@ -170,6 +172,18 @@ def _passed(project, path: str, callee: str, callee_dotted: str, function: str) 
         if target is not None and _names(target, roots, callee, callee_dotted):
             return list(passed)
     return None
+
+
+def _star_brings(project, header, dotted: str, is_package: bool, roots: Tuple[str, ...], callee: str,
+                 callee_dotted: str, function: str) -> bool:
+    """``from utils import *`` in the caller names the callee's module, and that module exports ``function``
+    (its ``__all__``, else its public top-level names)."""
+    for level, module in header.stars:
+        target = layout.absolute(dotted, is_package, level, module)
+        if target is not None and _names(target, roots, callee, callee_dotted):
+            summary = project.summary_at(callee)
+            return summary is not None and function in summary.exported()
+    return False
 
 
 def _calls(data: bytes, path: str, function: str) -> Dict[str, Passed]:

@@ -60,3 +60,12 @@ def join(a: Optional[str], b: Optional[str]) -> Optional[str]:
     if {a, b} == {DEVICE, CPU}:
         return DEVICE
     return None
+
+
+def some_call(a: Optional[str], b: Optional[str]) -> Optional[str]:
+    """What a parameter holds when two calls pass ``a`` and ``b``: a tensor on the device (or a float64 array)
+    passed by one call is reason enough, since that call is the one that fails on a Mac; otherwise ``join``."""
+    for strong in (DEVICE_TENSOR, FLOAT64):
+        if strong in (a, b):
+            return strong
+    return join(a, b)

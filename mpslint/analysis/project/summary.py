@@ -83,7 +83,7 @@ def summarize(module: ast.Module, *, facts: bool = True) -> ModuleSummary:
 
 def calls_to(module: ast.Module, source: Optional[bytes], function: str) -> Dict[str, List[Optional[str]]]:
     """What this module passes to ``function``, a function it imports from the project, by the name it calls
-    it (``accuracy``, ``utils.accuracy``): per positional argument, the fact every such call here agrees on.
+    it (``accuracy``, ``utils.accuracy``): per positional argument, what the calls here pass (``facts.some_call``).
     ``source``, the module's text when known, lets only the functions whose lines call it be read."""
     return _Summarizer(module, False)._calls_to(function, source)
 
@@ -322,33 +322,16 @@ class _Summarizer:
                     local[extra.arg] = [None]
             returns: List[Optional[ast.AST]] = []
             local_statements: Dict[int, ast.AST] = {}  # id of an assigned value -> its statement
-            for node in _body_nodes(function.body):  # type: ignore[attr-defined]
-                cls = type(node)
-                spot = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
-                if cls is ast.Return:
-                    returns.append(node.value)  # type: ignore[attr-defined]
-                elif cls is ast.Assign:
-                    local_statements[id(node.value)] = node  # type: ignore[attr-defined]
-                    for target in node.targets:  # type: ignore[attr-defined]
-                        for part in _local_assign(local, target, node.value, spots, spot):  # type: ignore[attr-defined]
-                            local_statements[id(part)] = node
-                elif cls is ast.Expr and _appended(node.value):  # type: ignore[attr-defined]
-                    call = node.value  # type: ignore[attr-defined]
-                    appended.setdefault(call.func.value.id, []).append(call.args[0])
-                elif cls is ast.AnnAssign and node.value is not None:  # type: ignore[attr-defined]
-                    local_statements[id(node.value)] = node  # type: ignore[attr-defined]
-                    _local_assign(local, node.target, node.value, spots, spot)  # type: ignore[attr-defined]
-                elif cls is ast.AugAssign and type(node.target) is ast.Name:  # type: ignore[attr-defined]
-                    local.setdefault(node.target.id, []).append(node)  # type: ignore[attr-defined]
-                    spots.setdefault(node.target.id, []).append(spot)  # type: ignore[attr-defined]
-                elif cls in (ast.For, ast.AsyncFor):
-                    _local_assign(local, node.target, None, spots, spot)  # type: ignore[attr-defined]
-                elif cls is ast.withitem and node.optional_vars is not None:  # type: ignore[attr-defined]
-                    spot = (node.optional_vars.lineno, node.optional_vars.col_offset)  # type: ignore[attr-defined]
-                    _local_assign(local, node.optional_vars, None, spots, spot)  # type: ignore[attr-defined]
+            _collect(function.body, local, spots, local_statements, returns, appended)  # type: ignore[attr-defined]
             returned = [r for r in returns if not (r is None or (type(r) is ast.Constant and r.value is None))]  # type: ignore[attr-defined]
             owner = key.split(".", 1)[0] if "." in key else None
             straight = set(map(id, function.body))  # type: ignore[attr-defined]
+        elif sites:
+            # A script's own body (`output = model(features)` then `accuracy(output, labels)` at the top level):
+            # an argument is what its last assignment before the call made, as in a function.
+            local_statements = {}
+            _collect(self.module.body, local, spots, local_statements, [], appended)
+            straight = set(map(id, self.module.body))
         running: Dict[str, Optional[str]] = {}  # a name's fact while its own assignments are read
         memo: Dict[str, Optional[str]] = {}
 
@@ -428,7 +411,8 @@ class _Summarizer:
                 return self._applied(self.returns(f"{owner}.{func.attr}"), call, lookup, call_fact)  # type: ignore[attr-defined]
             if type(func) is ast.Name and func.id in self.functions and func.id not in local:  # type: ignore[attr-defined]
                 return self._applied(self.returns(func.id), call, lookup, call_fact)  # type: ignore[attr-defined]
-            if sites and type(func) is ast.Name and _calls_a_placed_module(func.id, call, local, params,  # type: ignore[attr-defined]
+            own = local if key is not None else {}  # at the top level, the placed modules are these very names
+            if sites and type(func) is ast.Name and _calls_a_placed_module(func.id, call, own, params,  # type: ignore[attr-defined]
                                                                          self.placed, evaluator):
                 return facts.DEVICE_TENSOR
             return None
@@ -446,6 +430,9 @@ class _Summarizer:
         module = self.module
         imports = self.summary.imports
         direct = {local for local, entry in imports.items() if entry[0] == "from" and entry[3] == function}
+        if self.summary.stars and function not in imports and function not in self.functions \
+                and function not in self.assignments:
+            direct.add(function)  # `from utils import *`: the caller (callers.py) checks that the star brings it
         modules = {  # `utils.accuracy(...)`: a project module imported by name
             local for local, entry in imports.items()
             if (entry[0] == "import" and entry[1].split(".", 1)[0] not in LIBRARIES)
@@ -472,12 +459,17 @@ class _Summarizer:
                 for call in calls:
                     name = _callee(call, candidates, imports, function)
                     at[:] = [(call.lineno, call.col_offset)]
-                    passed = [None if type(a) is ast.Starred else evaluator.fact(a) for a in call.args]
+                    passed = []
+                    for argument in call.args:
+                        if type(argument) is ast.Starred:
+                            break  # `f(*pair, labels)`: no later argument's position is known
+                        passed.append(evaluator.fact(argument))
                     passed = [None if f is None or f.startswith(facts.ARGUMENT) else f for f in passed]
                     if name in found:
                         before = found[name]
-                        passed = [facts.join(before[i], passed[i]) if i < len(passed) else None
-                                  for i in range(len(before))]
+                        passed = [facts.some_call(before[i] if i < len(before) else None,
+                                                  passed[i] if i < len(passed) else None)
+                                  for i in range(max(len(before), len(passed)))]
                     found[name] = passed
             finally:
                 close()
@@ -495,6 +487,36 @@ class _Summarizer:
             self.busy.discard(key)
         self.memo[key] = result
         return result
+
+
+def _collect(body: List[ast.stmt], local: Dict[str, List[Optional[ast.AST]]], spots: Dict[str, List[Tuple[int, int]]],
+             local_statements: Dict[int, ast.AST], returns: List[Optional[ast.AST]],
+             appended: Dict[str, List[ast.AST]]) -> None:
+    """What the statements of ``body`` (not entering functions or classes) bind, where, and what they return."""
+    for node in _body_nodes(body):
+        cls = type(node)
+        spot = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        if cls is ast.Return:
+            returns.append(node.value)  # type: ignore[attr-defined]
+        elif cls is ast.Assign:
+            local_statements[id(node.value)] = node  # type: ignore[attr-defined]
+            for target in node.targets:  # type: ignore[attr-defined]
+                for part in _local_assign(local, target, node.value, spots, spot):  # type: ignore[attr-defined]
+                    local_statements[id(part)] = node
+        elif cls is ast.Expr and _appended(node.value):  # type: ignore[attr-defined]
+            call = node.value  # type: ignore[attr-defined]
+            appended.setdefault(call.func.value.id, []).append(call.args[0])
+        elif cls is ast.AnnAssign and node.value is not None:  # type: ignore[attr-defined]
+            local_statements[id(node.value)] = node  # type: ignore[attr-defined]
+            _local_assign(local, node.target, node.value, spots, spot)  # type: ignore[attr-defined]
+        elif cls is ast.AugAssign and type(node.target) is ast.Name:  # type: ignore[attr-defined]
+            local.setdefault(node.target.id, []).append(node)  # type: ignore[attr-defined]
+            spots.setdefault(node.target.id, []).append(spot)  # type: ignore[attr-defined]
+        elif cls in (ast.For, ast.AsyncFor):
+            _local_assign(local, node.target, None, spots, spot)  # type: ignore[attr-defined]
+        elif cls is ast.withitem and node.optional_vars is not None:  # type: ignore[attr-defined]
+            spot = (node.optional_vars.lineno, node.optional_vars.col_offset)  # type: ignore[attr-defined]
+            _local_assign(local, node.optional_vars, None, spots, spot)  # type: ignore[attr-defined]
 
 
 def _call_lines(source: Optional[bytes], direct: Set[str], modules: Set[str], function: str) -> Optional[List[int]]:
@@ -537,8 +559,12 @@ def _callee(call: ast.Call, candidates: Set[str], imports: Dict[str, list], func
     """``accuracy(...)`` / ``utils.accuracy(...)`` of a name imported from the project: the name as called."""
     func = call.func
     if type(func) is ast.Name:
-        entry = imports.get(func.id) if func.id in candidates else None  # type: ignore[attr-defined]
-        return func.id if entry is not None and entry[0] == "from" and entry[3] == function else None  # type: ignore[attr-defined]
+        if func.id not in candidates:  # type: ignore[attr-defined]
+            return None
+        entry = imports.get(func.id)  # type: ignore[attr-defined]
+        if entry is None:  # bound by a star import, if at all
+            return func.id if func.id == function else None  # type: ignore[attr-defined]
+        return func.id if entry[0] == "from" and entry[3] == function else None  # type: ignore[attr-defined]
     if type(func) is ast.Attribute and func.attr == function and type(func.value) is ast.Name \
             and func.value.id in candidates:  # type: ignore[attr-defined]
         return f"{func.value.id}.{func.attr}"  # type: ignore[attr-defined]

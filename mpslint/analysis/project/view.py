@@ -48,6 +48,11 @@ class ProjectView:
     def depends(self) -> Dict[str, str]:
         return self.lookup.depends
 
+    def depends_on(self, path: str, token: str) -> None:
+        """This file's result also depends on ``path`` in a way its summary does not capture: ``token``, which
+        no summary digest equals, keeps the result out of the cache."""
+        self.lookup.root.files[path] = token
+
     @property
     def summary(self) -> ModuleSummary:
         if self._summary is None:
