@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from mpslint.verify import messages  # noqa: E402
+from mpslint.verify import child, messages  # noqa: E402
 from mpslint.verify.simulate import SimulatedMPSTensor, simulated_device  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not hasattr(torch.utils, "swap_tensors"), reason="--simulate needs torch 2.3")
@@ -118,7 +118,43 @@ def test_collectives_follow_the_backends_device_rules(mps, tmp_path):
         on_host = torch.ones(2)
         dist.all_reduce(on_host)
         assert on_host.tolist() == [1.0, 1.0]
-        with pytest.raises(RuntimeError, match="^No backend type associated with device type mps$"):
+        with pytest.raises(RuntimeError, match="^No backend type associated with device type mps$") as caught:
             dist.all_reduce(torch.ones(2, device="mps"))
     finally:
         dist.destroy_process_group()
+    # The script's error, with its advice: not the verifier's own failure ("crashed while setting up the run").
+    assert messages.error_kind("RuntimeError", str(caught.value)) == "backend"
+    assert not child._ours(caught.value)
+
+
+def test_mps_events_from_either_module_run():
+    """torch.mps.Event and torch.mps.event.Event are one class; the CPU build's acquireEvent raises."""
+    with simulated_device():
+        for event_class in (torch.mps.Event, torch.mps.event.Event):
+            start, end = event_class(enable_timing=True), event_class(enable_timing=True)
+            start.record()
+            end.record()
+            end.synchronize()
+            assert start.elapsed_time(end) == 0.0 and end.query()
+
+
+def test_metal_capture_is_refused_without_mtl_capture_enabled_as_on_a_mac(monkeypatch):
+    """MPSProfiler::startCapture raises when Metal cannot write a GPU trace document (no MTL_CAPTURE_ENABLED=1)."""
+    monkeypatch.delenv("MTL_CAPTURE_ENABLED", raising=False)
+    had = hasattr(torch._C, "_mps_startCapture")
+    with simulated_device():
+        assert torch.mps.profiler.is_metal_capture_enabled() is False
+        with pytest.raises(RuntimeError, match=r"^Failed to start capture of 0000-trace\.gputrace error ") as caught:
+            with torch.mps.profiler.metal_capture("trace"):
+                pass
+        assert not torch.mps.profiler.is_capturing_metal()
+    assert messages.error_kind("RuntimeError", str(caught.value)) == "capture"
+    assert not child._ours(caught.value)
+    assert hasattr(torch._C, "_mps_startCapture") == had
+    monkeypatch.setenv("MTL_CAPTURE_ENABLED", "1")
+    with simulated_device():
+        assert torch.mps.profiler.is_metal_capture_enabled() is True
+        with torch.mps.profiler.metal_capture("trace"):
+            assert torch.mps.profiler.is_capturing_metal()
+            torch.ones(2, device="mps") * 2
+        assert not torch.mps.profiler.is_capturing_metal()

@@ -547,6 +547,35 @@ def _nothing(*args: Any, **kwargs: Any) -> None:
     return None
 
 
+def _capture_enabled() -> bool:
+    """MPSProfiler::isCaptureEnabled asks Metal whether it can write a GPU trace document: only with
+    MTL_CAPTURE_ENABLED=1 in the environment."""
+    return os.environ.get("MTL_CAPTURE_ENABLED") == "1"
+
+
+class _MetalCapture:
+    """``torch.mps.profiler.metal_capture`` (MPSProfiler::startCapture/stopCapture, aten/src/ATen/mps/MPSProfiler.mm):
+    refused as Metal refuses it without MTL_CAPTURE_ENABLED=1; with it, nothing is written (no GPU to trace)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.capturing = False
+
+    def start(self, name: str) -> None:
+        fname = f"{self.count:04d}-{name}.gputrace"
+        self.count += 1
+        if not _capture_enabled():
+            raise RuntimeError(messages.CAPTURE_FAILED.format(
+                fname=fname, error="(MTL_CAPTURE_ENABLED=1 is not set: Metal cannot capture to a GPU trace document)"))
+        self.capturing = True
+
+    def stop(self) -> None:
+        self.capturing = False
+
+    def is_capturing(self) -> bool:
+        return self.capturing
+
+
 def _grouping(original: Any) -> Any:
     """Optimizers and clip_grad_norm_ group tensors by device in C++, which sees the CPU; report mps."""
 
@@ -617,13 +646,16 @@ def platform_patches() -> Dict[Tuple[object, str], Any]:
         (torch.mps, "driver_allocated_memory"): lambda: 0,
         (torch.mps, "recommended_max_memory"): lambda: 0,
         (torch.mps, "Event"): _Event,
+        (torch.mps.event, "Event"): _Event,
         (torch._C, "_group_tensors_by_device_and_dtype"): _grouping(torch._C._group_tensors_by_device_and_dtype),
         (torch.nn.Module, "_apply"): _module_apply(torch.nn.Module._apply),
     }
     # torch.mps.profiler (signposts and Metal captures) on the emulated device: nothing to trace; a capture is
     # refused as on a Mac without MTL_CAPTURE_ENABLED=1 in the environment.
+    capture = _MetalCapture()
     for name, value in (("_mps_profilerStartTrace", _nothing), ("_mps_profilerStopTrace", _nothing),
-                        ("_mps_isCaptureEnabled", lambda: False), ("_mps_isCapturing", lambda: False)):
+                        ("_mps_isCaptureEnabled", _capture_enabled), ("_mps_isCapturing", capture.is_capturing),
+                        ("_mps_startCapture", capture.start), ("_mps_stopCapture", capture.stop)):
         patches[(torch._C, name)] = value  # the CPU build may lack them: removed again on exit
     accelerator = getattr(torch, "accelerator", None)
     if accelerator is not None:
