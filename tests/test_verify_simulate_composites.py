@@ -52,6 +52,12 @@ COMPOSITES = {
     "rsub_float": (lambda t: 100 - t, lambda: torch.arange(3.0)),
     "rsub_uint8": (lambda t: 100 - t, lambda: torch.arange(3, dtype=torch.uint8)),  # the number keeps uint8
     "rsub_half": (lambda t: 1.5 - t, lambda: torch.arange(3, dtype=torch.float16)),
+    # remainder.Scalar is composite: it calls remainder.Tensor with a wrapped number, which reaches the device mode
+    "remainder_int": (lambda t: t % 3, lambda: torch.arange(-3, 6)),
+    "remainder_float": (lambda t: torch.remainder(t, 2.5), lambda: torch.arange(-3.0, 6.0)),
+    "remainder_half": (lambda t: t % 2.5, lambda: torch.arange(6, dtype=torch.float16)),  # the number keeps float16
+    "take_along_dim_negative": (lambda t: torch.take_along_dim(t, t.argsort(1) - 3, 1),
+                                lambda: torch.arange(6).reshape(2, 3)),
 }
 
 

@@ -299,6 +299,23 @@ def _scalar_overload(func: Any, args: tuple) -> Tuple[Any, tuple]:
     return func, args
 
 
+def _numbers_as_tensors(func: Any, args: tuple) -> tuple:
+    """A ``.Tensor`` overload's numbers (C++ wrapped numbers) as the 0-dim tensors they stand for, of the dtype the
+    number promotes to with the op's first tensor (``torch.result_type``): the result's dtype is the same. A
+    ``.Scalar`` overload would do as well, except for the composite ones, which call the ``.Tensor`` one again."""
+    if func._overloadname != "Tensor" or not any(isinstance(a, (int, float, bool, complex)) for a in args):
+        return args
+    other = next((a for a in args if isinstance(a, torch.Tensor)), None)
+    converted = []
+    for value, argument in zip(args, func._schema.arguments):
+        if isinstance(value, (int, float, bool, complex)) and str(argument.type) == "Tensor":
+            dtype = torch.result_type(value, other) if other is not None else None
+            with no_dispatch():
+                value = torch.tensor(value, dtype=dtype)
+        converted.append(value)
+    return tuple(converted) + tuple(args[len(converted):])
+
+
 def _names_cpu(device: Any) -> bool:
     return device is not None and torch.device(device).type == "cpu"
 
@@ -323,7 +340,8 @@ class _DeviceMode(TorchDispatchMode):
                 return self.simulator.factory(func, args, kwargs)
             if self.simulator.composites and self.simulator.composites[-1] and _is_scratch(func, args, kwargs):
                 return self.simulator.factory(func, args, _scratch_kwargs(self.simulator.composites[-1], kwargs))
-        return func(*args, **kwargs)
+        # A composite's parts that reach this mode (take_along_dim's index arithmetic) pass C++ wrapped numbers too.
+        return func(*_numbers_as_tensors(func, args), **kwargs)
 
 
 # Composites that pick float32 for their scratch tensors on MPS, where other devices use float64:
