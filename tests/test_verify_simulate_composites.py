@@ -164,3 +164,42 @@ def test_metal_capture_is_refused_without_mtl_capture_enabled_as_on_a_mac(monkey
             assert torch.mps.profiler.is_capturing_metal()
             torch.ones(2, device="mps") * 2
         assert not torch.mps.profiler.is_capturing_metal()
+
+
+def test_backward_formulas_make_their_scratch_tensors_on_the_device(mps):
+    """IndexSelectBackward0 (C++) makes ``grad.new_zeros(sizes, grad.options())``: the device's options on a Mac."""
+    x = torch.arange(12.0).reshape(4, 3).to("mps").requires_grad_()
+    index = torch.tensor([0, 2, 2]).to("mps")
+    (grad,) = torch.autograd.grad(torch.index_select(x, 0, index).sum(), x)
+    assert isinstance(grad, SimulatedMPSTensor)
+    assert grad.cpu().tolist() == [[1.0] * 3, [0.0] * 3, [2.0] * 3, [0.0] * 3]
+
+
+def test_a_python_backward_that_asks_for_the_cpu_still_mixes_devices(mps):
+    """An autograd.Function's backward is the user's code: its device="cpu" is the CPU, and mixing fails on a Mac."""
+
+    class Double(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad + grad.new_zeros(grad.shape, device="cpu")
+
+    with pytest.raises(RuntimeError) as caught:
+        Double.apply(torch.ones(3, device="mps", requires_grad=True)).sum().backward()
+    assert messages.error_kind("RuntimeError", str(caught.value)) == "device-mismatch"
+
+
+def test_a_loss_computed_on_the_cpu_gives_the_parameters_device_gradients(mps):
+    """``loss(out.cpu(), y).backward()``: the copy's gradient goes back to the device, so the optimizer step runs."""
+    model = torch.nn.Linear(3, 2).to("mps")
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    out = model(torch.ones(4, 3, device="mps"))
+    F.mse_loss(out.cpu(), torch.zeros(4, 2)).backward()
+    assert all(isinstance(p.grad, SimulatedMPSTensor) for p in model.parameters())
+    optimizer.step()
+    half = torch.ones(2, device="mps", dtype=torch.float16, requires_grad=True)
+    half.to("cpu", torch.float32).sum().backward()  # the gradient keeps the input's dtype
+    assert half.grad.dtype == torch.float16 and isinstance(half.grad, SimulatedMPSTensor)

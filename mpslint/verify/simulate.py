@@ -175,9 +175,11 @@ class Simulator:
         # The dispatcher picks the kernel first: the boxed CPU fallback moves every
         # argument to the CPU itself, so only a real MPS kernel checks devices.
         decision = self.oracle.decide(func)
-        if func is _aten._to_copy.default and self.composites and self.composites[-1] \
-                and _names_cpu(kwargs.get("device")):
-            # ``t.to(t.options().dtype(...))`` in a composite: the options name the input's device, mps on a Mac.
+        if _names_cpu(kwargs.get("device")) and (
+                (func is _aten._to_copy.default and self.composites and self.composites[-1])
+                or (func._schema.name not in _MIXING_OK and self.in_formula())):  # a copy goes where it is asked
+            # ``t.to(t.options().dtype(...))`` in a composite, ``grad.new_zeros(sizes, grad.options())`` in a backward
+            # formula: the options name the device tensor's device, which C++ sees as the CPU; mps on a Mac.
             kwargs = dict(kwargs, device=MPS)
         if decision.kind == COMPOSITE:
             self._check_devices(func, args, kwargs)
@@ -215,6 +217,14 @@ class Simulator:
             _check_dtype(kwargs["dtype"])
         out = func(*args, **_cpu_kwargs(kwargs))
         return self._wrap(args, {}, out)
+
+    @staticmethod
+    def in_formula() -> bool:
+        """Whether the op is called by a C++ backward formula (IndexSelectBackward0's ``grad.new_zeros``): a node of
+        C++ autograd is running, not a Python ``autograd.Function``'s backward, whose options are the user's."""
+        current = getattr(torch._C, "_current_autograd_node", None)
+        node = current() if current is not None else None
+        return node is not None and not isinstance(node, torch.autograd.function.BackwardCFunction)
 
     # -- checks ------------------------------------------------------------
     def _falls_back(self, decision) -> bool:
@@ -526,7 +536,24 @@ class _ToDevice(torch.autograd.Function):
 
 def _to_host(tensor: torch.Tensor, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """The device-to-host copy. C++ sees a CPU tensor and would return it unchanged."""
+    if tensor.requires_grad and torch.is_grad_enabled():
+        return _ToHost.apply(tensor, dtype)
     return torch.ops.aten._to_copy.default(tensor, device=CPU, dtype=dtype)
+
+
+class _ToHost(torch.autograd.Function):
+    """The device-to-host copy; its gradient goes back to the device, as ToCopyBackward0's does on a Mac (C++ would
+    see the CPU as the input's device and leave it there: ``loss(out.cpu(), y).backward()`` then gave the
+    parameters CPU gradients)."""
+
+    @staticmethod
+    def forward(ctx, tensor, dtype):  # type: ignore[override]
+        ctx.dtype = tensor.dtype
+        return torch.ops.aten._to_copy.default(tensor, device=CPU, dtype=dtype)
+
+    @staticmethod
+    def backward(ctx, grad):  # type: ignore[override]
+        return SimulatedMPSTensor.simulator.to_device(grad.to(ctx.dtype)), None
 
 
 def _parse_to(args: tuple, kwargs: Dict[str, Any]) -> Optional[tuple]:
