@@ -6,7 +6,7 @@
 
 For every OpInfo in ``torch.testing._internal.common_methods_invocations.op_db``
 and every dtype the MPS consistency test runs, the first samples are made on
-the simulated device as ``test_output_match`` makes them (``sample_inputs("mps",
+the simulated device as ``test_output_match`` makes them (``sample_inputs("mps:0",
 ...)``: some sample functions choose other arguments for mps, such as softmax's
 ``dtype=torch.bfloat16``; ``requires_grad`` for floating and complex dtypes),
 with the fallback off as in PyTorch's own test run, and the op is called. The outcome -- runs, raises NotImplementedError, raises another
@@ -226,7 +226,7 @@ def _run_pair(torch: Any, simulated_device: Any, op: Any, dtype: Any, samples: i
     with simulated_device(fallback=False):
         try:
             torch.manual_seed(0)
-            made = op.sample_inputs("mps", dtype, requires_grad=floating or grad, set_seed=True,
+            made = op.sample_inputs("mps:0", dtype, requires_grad=floating or grad, set_seed=True,
                                     include_conjugated_inputs=dtype.is_complex and op.test_conjugated_samples)
             for sample in itertools.islice(made, samples):
                 on_host = sample.transform(lambda t: _to_cpu(t, torch))

@@ -203,3 +203,14 @@ def test_a_loss_computed_on_the_cpu_gives_the_parameters_device_gradients(mps):
     half = torch.ones(2, device="mps", dtype=torch.float16, requires_grad=True)
     half.to("cpu", torch.float32).sum().backward()  # the gradient keeps the input's dtype
     assert half.grad.dtype == torch.float16 and isinstance(half.grad, SimulatedMPSTensor)
+
+
+def test_hermitian_pinv_takes_eigh_which_has_no_kernel():
+    """linalg.pinv(hermitian=True) decomposes with linalg_eigh, not the svd PyTorch sends to the CPU by design."""
+    with simulated_device(fallback=False):
+        with pytest.raises(NotImplementedError, match="aten::_linalg_eigh"):
+            torch.linalg.pinv(torch.eye(3).to("mps"), hermitian=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.linalg.pinv(torch.eye(3).to("mps"))
+    assert any("aten::linalg_svd" in str(w.message) for w in caught)

@@ -74,6 +74,14 @@ _SVD_ENTRY_POINTS = (
 )
 
 
+def _hermitian(func: Any, args: tuple, kwargs: Dict[str, Any]) -> bool:
+    """``linalg.pinv(A, hermitian=True)`` (``linalg.pinv(A, rcond, True)``) takes linalg_eigh, not linalg_svd:
+    _linalg_eigh has no MPS kernel and no by-design fallback."""
+    if func is not torch.linalg.pinv:
+        return False
+    return bool(kwargs.get("hermitian", len(args) > 2 and isinstance(args[2], bool) and args[2]))
+
+
 def _is_mps(device: Any) -> bool:
     if device is None:
         return False
@@ -447,7 +455,7 @@ class _Router(TorchFunctionMode):
         return self._call(func, args, kwargs, on_device)
 
     def _call(self, func, args, kwargs, on_device):
-        if self.svd_fallback and func in _SVD_ENTRY_POINTS and on_device:
+        if self.svd_fallback and func in _SVD_ENTRY_POINTS and on_device and not _hermitian(func, args, kwargs):
             if self.simulator.on_fallback is not None:
                 self.simulator.on_fallback("aten::linalg_svd")
             warn_from_user(messages.FALLBACK_WARNING.format(op="aten::linalg_svd"))
