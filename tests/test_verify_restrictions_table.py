@@ -66,3 +66,35 @@ def test_without_a_table_nothing_is_restricted(tmp_path, monkeypatch):
     (tmp_path / "mps_restrictions_2_1.json").write_text(json.dumps({"ops": {"x": {"dtypes": ["uint8"], "because": []}}}))
     assert restrictions.load_table((2, 13)) == {"x": {"dtypes": ["uint8"], "because": []}}  # the newest not newer
     assert restrictions.load_table((2, 0)) == {}
+
+
+def test_a_restriction_is_carried_by_the_ops_no_passing_opinfo_shares():
+    carriers = build_restrictions.carriers
+    # its own name first, even when another unshared op is dispatched too
+    assert carriers("nn.functional.avg_pool2d", {"avg_pool2d", "pad", "copy_"}, set()) == ["avg_pool2d"]
+    # no op of its own name: the one op no passing OpInfo dispatches in that dtype
+    assert carriers("linalg.inv", {"linalg_inv_ex", "mm", "copy_"}, {"mm"}) == ["linalg_inv_ex"]
+    # two candidates: which one fails is not known, so neither is restricted
+    assert carriers("pca_lowrank", {"linalg_qr", "linalg_svd", "mm"}, {"mm"}) == []
+    # an op a passing OpInfo shares is never restricted, its own name or not
+    assert carriers("std", {"std", "var"}, {"std", "var"}) == []
+
+
+@needs_table
+def test_complex_linear_algebra_is_restricted_and_float32_runs():
+    if "linalg_inv_ex" not in restrictions.load_table():
+        pytest.skip("linalg_inv_ex is not restricted in this torch's table")
+    with simulated_device(fallback=False):
+        torch.linalg.inv(torch.eye(2).to("mps"))
+        with pytest.raises(RuntimeError) as caught:
+            torch.linalg.inv(torch.eye(2, dtype=torch.complex64).to("mps"))
+    assert messages.error_kind("RuntimeError", str(caught.value)) == "dtype"
+
+
+@needs_table
+def test_the_kernels_own_text_comes_before_the_tables():
+    """Integer convolution is in both: PyTorch's 'Convolution is supported only for Floating types' is raised."""
+    with simulated_device(fallback=False):
+        with pytest.raises(RuntimeError, match="^" + messages.CONV_NON_FLOAT):
+            torch.nn.functional.conv1d(torch.ones(1, 1, 4, dtype=torch.int64).to("mps"),
+                                       torch.ones(1, 1, 2, dtype=torch.int64).to("mps"))

@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from mpslint.verify import messages  # noqa: E402
+from mpslint.verify import child, messages  # noqa: E402
 from mpslint.verify.simulate import SimulatedMPSTensor, simulated_device  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not hasattr(torch.utils, "swap_tensors"), reason="--simulate needs torch 2.3")
@@ -52,6 +52,12 @@ COMPOSITES = {
     "rsub_float": (lambda t: 100 - t, lambda: torch.arange(3.0)),
     "rsub_uint8": (lambda t: 100 - t, lambda: torch.arange(3, dtype=torch.uint8)),  # the number keeps uint8
     "rsub_half": (lambda t: 1.5 - t, lambda: torch.arange(3, dtype=torch.float16)),
+    # remainder.Scalar is composite: it calls remainder.Tensor with a wrapped number, which reaches the device mode
+    "remainder_int": (lambda t: t % 3, lambda: torch.arange(-3, 6)),
+    "remainder_float": (lambda t: torch.remainder(t, 2.5), lambda: torch.arange(-3.0, 6.0)),
+    "remainder_half": (lambda t: t % 2.5, lambda: torch.arange(6, dtype=torch.float16)),  # the number keeps float16
+    "take_along_dim_negative": (lambda t: torch.take_along_dim(t, t.argsort(1) - 3, 1),
+                                lambda: torch.arange(6).reshape(2, 3)),
 }
 
 
@@ -118,10 +124,13 @@ def test_collectives_follow_the_backends_device_rules(mps, tmp_path):
         on_host = torch.ones(2)
         dist.all_reduce(on_host)
         assert on_host.tolist() == [1.0, 1.0]
-        with pytest.raises(RuntimeError, match="^No backend type associated with device type mps$"):
+        with pytest.raises(RuntimeError, match="^No backend type associated with device type mps$") as caught:
             dist.all_reduce(torch.ones(2, device="mps"))
     finally:
         dist.destroy_process_group()
+    # The script's error, with its advice: not the verifier's own failure ("crashed while setting up the run").
+    assert messages.error_kind("RuntimeError", str(caught.value)) == "backend"
+    assert not child._ours(caught.value)
 
 
 def test_a_checkpoint_of_device_tensors_saves_and_loads(mps, tmp_path):
@@ -137,3 +146,87 @@ def test_a_checkpoint_of_device_tensors_saves_and_loads(mps, tmp_path):
     assert isinstance(model.weight, SimulatedMPSTensor)
     _same(model(torch.ones(1, 3).to("mps")), torch.nn.functional.linear(torch.ones(1, 3), loaded["state"]["weight"],
                                                                        loaded["state"]["bias"]))
+
+
+
+def test_mps_events_from_either_module_run():
+    """torch.mps.Event and torch.mps.event.Event are one class; the CPU build's acquireEvent raises."""
+    with simulated_device():
+        for event_class in (torch.mps.Event, torch.mps.event.Event):
+            start, end = event_class(enable_timing=True), event_class(enable_timing=True)
+            start.record()
+            end.record()
+            end.synchronize()
+            assert start.elapsed_time(end) == 0.0 and end.query()
+
+
+def test_metal_capture_is_refused_without_mtl_capture_enabled_as_on_a_mac(monkeypatch):
+    """MPSProfiler::startCapture raises when Metal cannot write a GPU trace document (no MTL_CAPTURE_ENABLED=1)."""
+    monkeypatch.delenv("MTL_CAPTURE_ENABLED", raising=False)
+    had = hasattr(torch._C, "_mps_startCapture")
+    with simulated_device():
+        assert torch.mps.profiler.is_metal_capture_enabled() is False
+        with pytest.raises(RuntimeError, match=r"^Failed to start capture of 0000-trace\.gputrace error ") as caught:
+            with torch.mps.profiler.metal_capture("trace"):
+                pass
+        assert not torch.mps.profiler.is_capturing_metal()
+    assert messages.error_kind("RuntimeError", str(caught.value)) == "capture"
+    assert not child._ours(caught.value)
+    assert hasattr(torch._C, "_mps_startCapture") == had
+    monkeypatch.setenv("MTL_CAPTURE_ENABLED", "1")
+    with simulated_device():
+        assert torch.mps.profiler.is_metal_capture_enabled() is True
+        with torch.mps.profiler.metal_capture("trace"):
+            assert torch.mps.profiler.is_capturing_metal()
+            torch.ones(2, device="mps") * 2
+        assert not torch.mps.profiler.is_capturing_metal()
+
+
+def test_backward_formulas_make_their_scratch_tensors_on_the_device(mps):
+    """IndexSelectBackward0 (C++) makes ``grad.new_zeros(sizes, grad.options())``: the device's options on a Mac."""
+    x = torch.arange(12.0).reshape(4, 3).to("mps").requires_grad_()
+    index = torch.tensor([0, 2, 2]).to("mps")
+    (grad,) = torch.autograd.grad(torch.index_select(x, 0, index).sum(), x)
+    assert isinstance(grad, SimulatedMPSTensor)
+    assert grad.cpu().tolist() == [[1.0] * 3, [0.0] * 3, [2.0] * 3, [0.0] * 3]
+
+
+def test_a_python_backward_that_asks_for_the_cpu_still_mixes_devices(mps):
+    """An autograd.Function's backward is the user's code: its device="cpu" is the CPU, and mixing fails on a Mac."""
+
+    class Double(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad + grad.new_zeros(grad.shape, device="cpu")
+
+    with pytest.raises(RuntimeError) as caught:
+        Double.apply(torch.ones(3, device="mps", requires_grad=True)).sum().backward()
+    assert messages.error_kind("RuntimeError", str(caught.value)) == "device-mismatch"
+
+
+def test_a_loss_computed_on_the_cpu_gives_the_parameters_device_gradients(mps):
+    """``loss(out.cpu(), y).backward()``: the copy's gradient goes back to the device, so the optimizer step runs."""
+    model = torch.nn.Linear(3, 2).to("mps")
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    out = model(torch.ones(4, 3, device="mps"))
+    F.mse_loss(out.cpu(), torch.zeros(4, 2)).backward()
+    assert all(isinstance(p.grad, SimulatedMPSTensor) for p in model.parameters())
+    optimizer.step()
+    half = torch.ones(2, device="mps", dtype=torch.float16, requires_grad=True)
+    half.to("cpu", torch.float32).sum().backward()  # the gradient keeps the input's dtype
+    assert half.grad.dtype == torch.float16 and isinstance(half.grad, SimulatedMPSTensor)
+
+
+def test_hermitian_pinv_takes_eigh_which_has_no_kernel():
+    """linalg.pinv(hermitian=True) decomposes with linalg_eigh, not the svd PyTorch sends to the CPU by design."""
+    with simulated_device(fallback=False):
+        with pytest.raises(NotImplementedError, match="aten::_linalg_eigh"):
+            torch.linalg.pinv(torch.eye(3).to("mps"), hermitian=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.linalg.pinv(torch.eye(3).to("mps"))
+    assert any("aten::linalg_svd" in str(w.message) for w in caught)

@@ -11,9 +11,10 @@ to fail for those dtypes only), and, for complex64, the OpInfos outside
 aten ops. Each OpInfo's first sample is run on the CPU under a dispatch mode,
 and the entry is kept only when the OpInfo dispatches an aten op of its own
 name (``nn.functional.avg_pool2d`` -> ``aten::avg_pool2d``) with an input of
-the restricted dtype, and no OpInfo that runs in that dtype dispatches the
-same op: a restriction is never placed on an op that other, passing calls
-share. Writes ``data/mps_restrictions_<major>_<minor>.json`` with the source
+the restricted dtype, or else exactly one op besides the generic ones
+(``linalg.inv`` -> ``aten::linalg_inv_ex``), and no OpInfo that runs in that
+dtype dispatches the same op: a restriction is never placed on an op that
+other, passing calls share. Writes ``data/mps_restrictions_<major>_<minor>.json`` with the source
 file, the torch version and its git commit.
 """
 
@@ -135,22 +136,35 @@ def build(torch: Any) -> Dict[str, Any]:
             else:
                 failing[(key, dtype_name)] = (ops, source)
 
-    table: Dict[str, Dict[str, Any]] = {}
-    for (key, dtype_name), (ops, source) in sorted(failing.items()):
-        own = sorted(o for o in ops if o in _own_name(key) and o not in _GENERIC and o not in passing[dtype_name])
-        for aten in own:
-            entry = table.setdefault(aten, {"dtypes": [], "because": []})
-            if dtype_name not in entry["dtypes"]:
-                entry["dtypes"].append(dtype_name)
-            entry["because"].append(f"{source}[{key!r}] {dtype_name}")
     return {
         "torch_version": torch.__version__.split("+")[0],
         "git_version": getattr(torch.version, "git_version", "unknown"),
         "source": "torch/testing/_internal/common_mps.py (mps_ops_modifier), OpInfos traced on the CPU",
         "generator": "python -m mpslint.knowledge.build_restrictions",
-        "ops": {op: {"dtypes": sorted(e["dtypes"], key=DTYPES.index), "because": e["because"]}
-                for op, e in sorted(table.items())},
+        "ops": restricted_ops(passing, failing),
     }
+
+
+def carriers(key: str, ops: Set[str], passing: Set[str]) -> List[str]:
+    """The aten ops of a failing OpInfo that carry its restriction: those of its own name that no passing OpInfo
+    dispatches in the dtype; without one, the only op it dispatches that no passing OpInfo does (``linalg.inv`` ->
+    ``linalg_inv_ex``, ``stdunbiased`` -> ``std``), or none when several are left and the failing one is unknown."""
+    unshared = sorted(o for o in ops if o not in _GENERIC and o not in passing)
+    own = [o for o in unshared if o in _own_name(key)]
+    return own or (unshared if len(unshared) == 1 else [])
+
+
+def restricted_ops(passing: Dict[str, Set[str]],
+                   failing: Dict[Tuple[str, str], Tuple[Set[str], str]]) -> Dict[str, Dict[str, Any]]:
+    table: Dict[str, Dict[str, Any]] = {}
+    for (key, dtype_name), (ops, source) in sorted(failing.items()):
+        for aten in carriers(key, ops, passing[dtype_name]):
+            entry = table.setdefault(aten, {"dtypes": [], "because": []})
+            if dtype_name not in entry["dtypes"]:
+                entry["dtypes"].append(dtype_name)
+            entry["because"].append(f"{source}[{key!r}] {dtype_name}")
+    return {op: {"dtypes": sorted(e["dtypes"], key=DTYPES.index), "because": e["because"]}
+            for op, e in sorted(table.items())}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

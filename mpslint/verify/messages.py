@@ -79,6 +79,13 @@ ADAPTIVE_POOL_DIVISIBLE = (
     "MPS device yet. For now, you can manually transfer tensor to cpu in this case. Please refer to "
     "[this issue](https://github.com/pytorch/pytorch/issues/96056)"
 )
+# RuntimeError, c10d ProcessGroup::getBackend (torch/csrc/distributed/c10d/ProcessGroup.hpp): a collective on
+# tensors of a device the process group has no backend for (gloo registers cpu and cuda, never mps).
+NO_BACKEND = "No backend type associated with device type {device}"
+# RuntimeError, aten/src/ATen/mps/MPSProfiler.mm, MPSProfiler::startCapture: Metal refuses a GPU trace document
+# unless MTL_CAPTURE_ENABLED=1 is in the environment. The text after "error" is Metal's NSError description,
+# which is not emulated.
+CAPTURE_FAILED = "Failed to start capture of {fname} error {error}"
 # A dtype limit from the generated table (mpslint/knowledge/data/mps_restrictions_*.json): PyTorch's own MPS tests
 # expect the op to fail in this dtype. The kernels' texts differ per op and are not in the table: this one is mpslint's.
 DTYPE_RESTRICTED = "MPS: {op} does not support {dtype} inputs on the MPS device (expected by PyTorch's tests: {because})"
@@ -103,6 +110,8 @@ DTYPE_RE = re.compile(r"to the MPS backend but it does not have support for that
                       r"MPS device does not support \w+ for non-float|supported only for Floating types|"
                       r"with BF16 or FP16 types is not supported on MPS|does not support \w+ inputs on the MPS device")
 RESTRICTION_RE = re.compile(r"not supported at the MPS device|Adaptive pool MPS:")
+BACKEND_RE = re.compile(r"No backend type associated with device type mps")
+CAPTURE_RE = re.compile(r"Failed to start capture of \S+\.gputrace error ")
 DEVICE_MISMATCH_RE = re.compile(
     r"Placeholder storage has not been allocated on MPS device|Expected all tensors to be on the same device"
     r"|but expected on mps|must be on the same device|Passed CPU tensor to MPS op"
@@ -135,7 +144,7 @@ def unimplemented_op(message: str) -> Optional[str]:
 
 def error_kind(type_name: str, message: str) -> Optional[str]:
     """Which MPS problem an exception is: "unimplemented", "float64", "dtype", "restriction", "device-mismatch",
-    "numpy" or None."""
+    "numpy", "backend", "capture" or None."""
     if NOT_IMPLEMENTED_RE.search(message):
         return "unimplemented"
     if type_name == "TypeError" and FLOAT64_RE.search(message):
@@ -148,4 +157,8 @@ def error_kind(type_name: str, message: str) -> Optional[str]:
         return "numpy"
     if type_name == "RuntimeError" and DEVICE_MISMATCH_RE.search(message):
         return "device-mismatch"
+    if type_name == "RuntimeError" and BACKEND_RE.search(message):
+        return "backend"
+    if type_name == "RuntimeError" and CAPTURE_RE.search(message):
+        return "capture"
     return None

@@ -64,6 +64,10 @@ ADVICE = {
     "restriction": "a limit inside this MPS kernel: change the shape (sizes that divide evenly, fewer than 65,536 "
                    "per dimension) or run this op on the CPU on purpose",
     "numpy": "copy to the host first: t.detach().cpu().numpy()",
+    "backend": "this process group's backend has no mps support (gloo takes CPU tensors): run the collective on a "
+               "CPU copy (c = t.cpu(); dist.all_reduce(c); t.copy_(c))",
+    "capture": "Metal writes a GPU trace only with MTL_CAPTURE_ENABLED=1 in the environment: set it, or check "
+               "torch.mps.profiler.is_metal_capture_enabled() before metal_capture",
 }
 
 

@@ -1,7 +1,7 @@
 """Restrictions inside MPS kernels that exist: checks a kernel makes before it computes, which no op table shows.
 
 The simulated device runs these for ops that reach an MPS kernel (never for
-ops on the CPU fallback), in the kernel's own order. Two sources: the dtype
+ops on the CPU fallback), the hand-written ones first. Two sources: the dtype
 limits generated from PyTorch's own MPS test expectations
 (``mpslint/knowledge/build_restrictions.py`` -> ``data/mps_restrictions_*.json``,
 from ``common_mps.py``; mpslint's text, ``messages.DTYPE_RESTRICTED``), and the
@@ -96,8 +96,7 @@ def dtype_limit(func: Any, args: tuple, kwargs: Dict[str, Any]) -> None:
 
 
 def before(func: Any, args: tuple, kwargs: Dict[str, Any]) -> None:
-    """Checks a kernel makes on its arguments."""
-    dtype_limit(func, args, kwargs)
+    """Checks a kernel makes on its arguments: the hand-written ones (PyTorch's own texts) before the table's."""
     name = func._schema.name
     if name == "aten::convolution" and len(args) > 6 and _on_mps(args[0]):
         _convolution(args[0], bool(args[6]))
@@ -111,6 +110,7 @@ def before(func: Any, args: tuple, kwargs: Dict[str, Any]) -> None:
         grad, input = args[0], args[1]
         _adaptive_pool(input.size(-2), input.size(-1), grad.size(-2), grad.size(-1),
                        check_avg=name == "aten::_adaptive_avg_pool2d_backward")
+    dtype_limit(func, args, kwargs)
 
 
 def after(func: Any, args: tuple, kwargs: Dict[str, Any], out: Any) -> None:

@@ -75,6 +75,14 @@ _SVD_ENTRY_POINTS = (
 )
 
 
+def _hermitian(func: Any, args: tuple, kwargs: Dict[str, Any]) -> bool:
+    """``linalg.pinv(A, hermitian=True)`` (``linalg.pinv(A, rcond, True)``) takes linalg_eigh, not linalg_svd:
+    _linalg_eigh has no MPS kernel and no by-design fallback."""
+    if func is not torch.linalg.pinv:
+        return False
+    return bool(kwargs.get("hermitian", len(args) > 2 and isinstance(args[2], bool) and args[2]))
+
+
 def _is_mps(device: Any) -> bool:
     if device is None:
         return False
@@ -185,9 +193,11 @@ class Simulator:
         # The dispatcher picks the kernel first: the boxed CPU fallback moves every
         # argument to the CPU itself, so only a real MPS kernel checks devices.
         decision = self.oracle.decide(func)
-        if func is _aten._to_copy.default and self.composites and self.composites[-1] \
-                and _names_cpu(kwargs.get("device")):
-            # ``t.to(t.options().dtype(...))`` in a composite: the options name the input's device, mps on a Mac.
+        if _names_cpu(kwargs.get("device")) and (
+                (func is _aten._to_copy.default and self.composites and self.composites[-1])
+                or (func._schema.name not in _MIXING_OK and self.in_formula())):  # a copy goes where it is asked
+            # ``t.to(t.options().dtype(...))`` in a composite, ``grad.new_zeros(sizes, grad.options())`` in a backward
+            # formula: the options name the device tensor's device, which C++ sees as the CPU; mps on a Mac.
             kwargs = dict(kwargs, device=MPS)
         if decision.kind == COMPOSITE:
             self._check_devices(func, args, kwargs)
@@ -225,6 +235,14 @@ class Simulator:
             _check_dtype(kwargs["dtype"])
         out = func(*args, **_cpu_kwargs(kwargs))
         return self._wrap(args, {}, out)
+
+    @staticmethod
+    def in_formula() -> bool:
+        """Whether the op is called by a C++ backward formula (IndexSelectBackward0's ``grad.new_zeros``): a node of
+        C++ autograd is running, not a Python ``autograd.Function``'s backward, whose options are the user's."""
+        current = getattr(torch._C, "_current_autograd_node", None)
+        node = current() if current is not None else None
+        return node is not None and not isinstance(node, torch.autograd.function.BackwardCFunction)
 
     # -- checks ------------------------------------------------------------
     def _falls_back(self, decision) -> bool:
@@ -309,6 +327,23 @@ def _scalar_overload(func: Any, args: tuple) -> Tuple[Any, tuple]:
     return func, args
 
 
+def _numbers_as_tensors(func: Any, args: tuple) -> tuple:
+    """A ``.Tensor`` overload's numbers (C++ wrapped numbers) as the 0-dim tensors they stand for, of the dtype the
+    number promotes to with the op's first tensor (``torch.result_type``): the result's dtype is the same. A
+    ``.Scalar`` overload would do as well, except for the composite ones, which call the ``.Tensor`` one again."""
+    if func._overloadname != "Tensor" or not any(isinstance(a, (int, float, bool, complex)) for a in args):
+        return args
+    other = next((a for a in args if isinstance(a, torch.Tensor)), None)
+    converted = []
+    for value, argument in zip(args, func._schema.arguments):
+        if isinstance(value, (int, float, bool, complex)) and str(argument.type) == "Tensor":
+            dtype = torch.result_type(value, other) if other is not None else None
+            with no_dispatch():
+                value = torch.tensor(value, dtype=dtype)
+        converted.append(value)
+    return tuple(converted) + tuple(args[len(converted):])
+
+
 def _names_cpu(device: Any) -> bool:
     return device is not None and torch.device(device).type == "cpu"
 
@@ -333,7 +368,8 @@ class _DeviceMode(TorchDispatchMode):
                 return self.simulator.factory(func, args, kwargs)
             if self.simulator.composites and self.simulator.composites[-1] and _is_scratch(func, args, kwargs):
                 return self.simulator.factory(func, args, _scratch_kwargs(self.simulator.composites[-1], kwargs))
-        return func(*args, **kwargs)
+        # A composite's parts that reach this mode (take_along_dim's index arithmetic) pass C++ wrapped numbers too.
+        return func(*_numbers_as_tensors(func, args), **kwargs)
 
 
 # Composites that pick float32 for their scratch tensors on MPS, where other devices use float64:
@@ -429,7 +465,7 @@ class _Router(TorchFunctionMode):
         return self._call(func, args, kwargs, on_device)
 
     def _call(self, func, args, kwargs, on_device):
-        if self.svd_fallback and func in _SVD_ENTRY_POINTS and on_device:
+        if self.svd_fallback and func in _SVD_ENTRY_POINTS and on_device and not _hermitian(func, args, kwargs):
             if self.simulator.on_fallback is not None:
                 self.simulator.on_fallback("aten::linalg_svd")
             warn_from_user(messages.FALLBACK_WARNING.format(op="aten::linalg_svd"))
@@ -518,7 +554,24 @@ class _ToDevice(torch.autograd.Function):
 
 def _to_host(tensor: torch.Tensor, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """The device-to-host copy. C++ sees a CPU tensor and would return it unchanged."""
+    if tensor.requires_grad and torch.is_grad_enabled():
+        return _ToHost.apply(tensor, dtype)
     return torch.ops.aten._to_copy.default(tensor, device=CPU, dtype=dtype)
+
+
+class _ToHost(torch.autograd.Function):
+    """The device-to-host copy; its gradient goes back to the device, as ToCopyBackward0's does on a Mac (C++ would
+    see the CPU as the input's device and leave it there: ``loss(out.cpu(), y).backward()`` then gave the
+    parameters CPU gradients)."""
+
+    @staticmethod
+    def forward(ctx, tensor, dtype):  # type: ignore[override]
+        ctx.dtype = tensor.dtype
+        return torch.ops.aten._to_copy.default(tensor, device=CPU, dtype=dtype)
+
+    @staticmethod
+    def backward(ctx, grad):  # type: ignore[override]
+        return SimulatedMPSTensor.simulator.to_device(grad.to(ctx.dtype)), None
 
 
 def _parse_to(args: tuple, kwargs: Dict[str, Any]) -> Optional[tuple]:
@@ -555,6 +608,35 @@ class _Event:
 
 def _nothing(*args: Any, **kwargs: Any) -> None:
     return None
+
+
+def _capture_enabled() -> bool:
+    """MPSProfiler::isCaptureEnabled asks Metal whether it can write a GPU trace document: only with
+    MTL_CAPTURE_ENABLED=1 in the environment."""
+    return os.environ.get("MTL_CAPTURE_ENABLED") == "1"
+
+
+class _MetalCapture:
+    """``torch.mps.profiler.metal_capture`` (MPSProfiler::startCapture/stopCapture, aten/src/ATen/mps/MPSProfiler.mm):
+    refused as Metal refuses it without MTL_CAPTURE_ENABLED=1; with it, nothing is written (no GPU to trace)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.capturing = False
+
+    def start(self, name: str) -> None:
+        fname = f"{self.count:04d}-{name}.gputrace"
+        self.count += 1
+        if not _capture_enabled():
+            raise RuntimeError(messages.CAPTURE_FAILED.format(
+                fname=fname, error="(MTL_CAPTURE_ENABLED=1 is not set: Metal cannot capture to a GPU trace document)"))
+        self.capturing = True
+
+    def stop(self) -> None:
+        self.capturing = False
+
+    def is_capturing(self) -> bool:
+        return self.capturing
 
 
 def _grouping(original: Any) -> Any:
@@ -627,13 +709,16 @@ def platform_patches() -> Dict[Tuple[object, str], Any]:
         (torch.mps, "driver_allocated_memory"): lambda: 0,
         (torch.mps, "recommended_max_memory"): lambda: 0,
         (torch.mps, "Event"): _Event,
+        (torch.mps.event, "Event"): _Event,
         (torch._C, "_group_tensors_by_device_and_dtype"): _grouping(torch._C._group_tensors_by_device_and_dtype),
         (torch.nn.Module, "_apply"): _module_apply(torch.nn.Module._apply),
     }
     # torch.mps.profiler (signposts and Metal captures) on the emulated device: nothing to trace; a capture is
     # refused as on a Mac without MTL_CAPTURE_ENABLED=1 in the environment.
+    capture = _MetalCapture()
     for name, value in (("_mps_profilerStartTrace", _nothing), ("_mps_profilerStopTrace", _nothing),
-                        ("_mps_isCaptureEnabled", lambda: False), ("_mps_isCapturing", lambda: False)):
+                        ("_mps_isCaptureEnabled", _capture_enabled), ("_mps_isCapturing", capture.is_capturing),
+                        ("_mps_startCapture", capture.start), ("_mps_stopCapture", capture.stop)):
         patches[(torch._C, name)] = value  # the CPU build may lack them: removed again on exit
     accelerator = getattr(torch, "accelerator", None)
     if accelerator is not None:
