@@ -30,6 +30,7 @@ from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
 from mpslint.blocking import blocks
 from mpslint.diagnostic import Diagnostic
+from mpslint.writing import read_file
 
 _MAIN = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.MULTILINE)
 # A device choice that knows MPS (the picker, an MPS or accelerator test)...
@@ -331,8 +332,7 @@ def _blocker(d: Diagnostic, module: str, imported_at: Optional[str] = None) -> B
 
 def _read(path: str) -> Optional[str]:
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_file(path)  # a FIFO named like a module is not read: that read would never end
     except OSError:
         return None
     try:

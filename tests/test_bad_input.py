@@ -174,6 +174,21 @@ def test_a_fifo_is_an_error_not_a_hang(tmp_path):
         (tmp_path / "good.py").write_text(CUDA)
 
 
+def test_a_fifo_among_the_modules_the_project_model_reads_is_not_read(tmp_path):
+    # The project model reads imported modules, and the modules next to a helper for its callers; a FIFO named
+    # like one (`pipe.py`) must not block those reads either.
+    os.mkfifo(tmp_path / "pipe.py")
+    (tmp_path / "utils.py").write_text("def accuracy(out):\n    return out.double()\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nimport pipe\nfrom pipe import *\nfrom utils import accuracy\n"
+        "x = torch.zeros(3).cuda()\nprint(accuracy(x))\n"
+    )
+    for args, expected in ((["utils.py", "train.py"], "MPS303"), (["--fix", "--diff", "utils.py", "train.py"], "+x = torch.zeros(3).to(")):
+        done = subprocess.run([sys.executable, "-m", "mpslint", "check", "--no-cache", *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+        assert expected in done.stdout, done.stdout + done.stderr
+
+
 def test_a_device_named_explicitly_is_an_error(project):
     result = run("/dev/null", "good.py")
     assert_clean_failure(result, 1)

@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import warnings
 from typing import Dict, List, Optional, Tuple
 
@@ -133,6 +134,9 @@ def _text(project, path: str) -> bytes:
     found = project.texts.get(path)
     if found is None:
         try:
+            # Only a regular file: a FIFO named like a module would block the read forever.
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                raise OSError(path)
             with open(path, "rb") as handle:
                 found = handle.read()
         except OSError:

@@ -12,6 +12,7 @@ summary, or ``absent``, so a cached result can be checked against them.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 
@@ -64,6 +65,8 @@ class Project:
             st = os.stat(path)
         except OSError:
             return None
+        if not stat.S_ISREG(st.st_mode):
+            return None  # a FIFO or a device named like a module: opening it could block forever
         signature = (st.st_mtime_ns, st.st_size)
         known = self._files.get(path)
         if known is not None and known[0] == signature:
