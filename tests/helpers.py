@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import replace
+from pathlib import Path
 from typing import Iterable, List, Optional
 
 from mpslint.config import Settings, parse_torch_version, select_codes
@@ -34,3 +35,11 @@ def rows(source: str, code: str, **kw) -> List[int]:
 
 def fix(source: str, select: Optional[Iterable[str]] = None, *, unsafe: bool = False, path: str = "example.py", **kw) -> FixOutcome:
     return fix_text(textwrap.dedent(source), path, settings(select, **kw), unsafe=unsafe)
+
+
+def write_tree(root: Path, files: dict) -> None:
+    """Write ``{relative path: dedented text}`` under ``root``, making folders as needed."""
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")

@@ -4,7 +4,6 @@ whose ``.double()`` was the next failure after ``--fix`` in the migration benchm
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from mpslint.analysis.project import layout, model
 from mpslint.config import Settings
 from mpslint.engine import check_text
 from mpslint.fixer import fix_text
+from helpers import write_tree
 
 METRICS = """
 import torch
@@ -45,11 +45,7 @@ def fresh_project():
     layout.clear()
 
 
-def write(root: Path, files: dict) -> None:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
+write = write_tree
 
 
 def findings(path: Path):

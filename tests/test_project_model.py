@@ -14,6 +14,7 @@ from mpslint.analysis.project.summary import summarize
 from mpslint.analysis.project.view import ProjectView
 from mpslint.config import Settings
 from mpslint.engine import check_text
+from helpers import write_tree
 
 
 def summary_of(source: str):
@@ -29,11 +30,7 @@ def fresh_project():
     layout.clear()
 
 
-def write(root: Path, files: dict) -> None:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
+write = write_tree
 
 
 def view_of(path: Path) -> ProjectView:
