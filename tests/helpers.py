@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from dataclasses import replace
 from pathlib import Path
+
+import pytest
 from typing import Iterable, List, Optional
 
 from mpslint.config import Settings, parse_torch_version, select_codes
@@ -43,3 +45,15 @@ def write_tree(root: Path, files: dict) -> None:
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+@pytest.fixture
+def fresh_project():
+    """No summary cache directory and no module layout left over from another test."""
+    from mpslint.analysis.project import layout, model
+
+    model.use_cache_dir(None)
+    layout.clear()
+    yield
+    model.use_cache_dir(None)
+    layout.clear()

@@ -12,7 +12,7 @@ from mpslint.analysis.project import layout, model
 from mpslint.config import Settings
 from mpslint.engine import check_text
 from mpslint.fixer import fix_text
-from helpers import write_tree
+from helpers import fresh_project, write_tree  # noqa: F401 (a fixture)
 
 METRICS = """
 import torch
@@ -37,12 +37,8 @@ print({call})
 
 
 @pytest.fixture(autouse=True)
-def fresh_project():
-    model.use_cache_dir(None)
-    layout.clear()
+def _fresh(fresh_project):
     yield
-    model.use_cache_dir(None)
-    layout.clear()
 
 
 write = write_tree

@@ -14,7 +14,7 @@ from mpslint.analysis.project.summary import summarize
 from mpslint.analysis.project.view import ProjectView
 from mpslint.config import Settings
 from mpslint.engine import check_text
-from helpers import write_tree
+from helpers import fresh_project, write_tree  # noqa: F401 (a fixture)
 
 
 def summary_of(source: str):
@@ -22,12 +22,8 @@ def summary_of(source: str):
 
 
 @pytest.fixture(autouse=True)
-def fresh_project():
-    model.use_cache_dir(None)
-    layout.clear()
+def _fresh(fresh_project):
     yield
-    model.use_cache_dir(None)
-    layout.clear()
 
 
 write = write_tree

@@ -158,7 +158,7 @@ class Availability:
         terms: List[ast.AST] = []
         flags: List[Flag] = []
         for test in tests:
-            for part in _conjuncts(test):
+            for part in conjuncts(test):
                 if self.is_term(part):
                     terms.append(part)
                     continue
@@ -261,10 +261,10 @@ class Availability:
                         flag.uses.append(node)
 
 
-def _conjuncts(test: ast.AST) -> List[ast.AST]:
+def conjuncts(test: ast.AST) -> List[ast.AST]:
     """The operands of an ``and`` chain (the test itself otherwise)."""
     if type(test) is ast.BoolOp and type(test.op) is ast.And:  # type: ignore[attr-defined]
-        return [part for value in test.values for part in _conjuncts(value)]  # type: ignore[attr-defined]
+        return [part for value in test.values for part in conjuncts(value)]  # type: ignore[attr-defined]
     return [test]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Tuple
 
-from mpslint.analysis.availability import Availability, Source
+from mpslint.analysis.availability import Availability, Source, conjuncts
 from mpslint.analysis.project import facts
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
 from mpslint.analysis.device_picker import NO_PICKER, mps_is_available
@@ -145,7 +145,7 @@ class CudaOnlyDeviceChoice(Rule):
             if cls in (ast.If, ast.IfExp, ast.While) and child is not parent.test:  # type: ignore[attr-defined]
                 owner = self.ctx.tree.block_owner(child) if cls is not ast.IfExp else (parent, "body" if child is parent.body else "orelse")  # type: ignore[attr-defined]
                 if owner is not None and owner[0] is parent and owner[1] == "body":
-                    for part in _and_parts(parent.test):  # type: ignore[attr-defined]
+                    for part in conjuncts(parent.test):  # type: ignore[attr-defined]
                         where = self._imported_flag(part)
                         if where is not None:
                             found = (part, where)
@@ -522,11 +522,6 @@ class _LocalNames:
     def __init__(self, ctx) -> None:
         self.bound = {n.id for n in ctx.tree.of_type(ast.Name) if type(n.ctx) is not ast.Load}  # type: ignore[attr-defined]
 
-
-def _and_parts(test: ast.AST) -> list:
-    if type(test) is ast.BoolOp and type(test.op) is ast.And:  # type: ignore[attr-defined]
-        return [p for v in test.values for p in _and_parts(v)]  # type: ignore[attr-defined]
-    return [test]
 
 
 def _places_on_cuda(ctx, node: ast.Call) -> bool:
