@@ -221,31 +221,35 @@ class TensorConditionInHotLoop(_HotLoopRule):
     # -- printing and formatting device tensors; data-dependent shapes
 
     def visit_Call(self, node: ast.Call) -> None:
-        if self.loop(node) is None:
-            return
+        # What the call is decides first: asking for the loop costs more, and most calls are none of these.
         name = dotted_name(node.func)
-        flow = self.flow
-        if name in ("print", "str", "repr", "bool") and any(flow.is_device(v) for v in positional(node)):
-            self._formatting(node)
+        if name in ("print", "str", "repr", "bool"):
+            values = positional(node)
+            if values and self.loop(node) is not None and any(self.flow.is_device(v) for v in values):
+                self._formatting(node)
             return
-        if method_name(node) == "format" and _is_string(node.func.value):  # type: ignore[attr-defined]
-            if any(flow.is_device(v) for v in (*positional(node), *(k.value for k in node.keywords if k.arg))):
+        method = method_name(node)
+        if method == "format" and _is_string(node.func.value):  # type: ignore[attr-defined]
+            values = (*positional(node), *(k.value for k in node.keywords if k.arg))
+            if values and self.loop(node) is not None and any(self.flow.is_device(v) for v in values):
                 self._formatting(node)
             return
         qualified = self.ctx.qualify(node.func) or ""
-        data_dependent = False
         first = _first_argument(node)
         if qualified in DATA_DEPENDENT_FUNCTIONS and first is not None:
-            data_dependent = flow.is_device(first)
+            tested = first
         elif qualified == "torch.where" and len(node.args) + len(node.keywords) == 1:
-            data_dependent = flow.is_device(first)  # type: ignore[arg-type]
-        elif not qualified and method_name(node) in DATA_DEPENDENT_METHODS:
-            data_dependent = flow.is_device(node.func.value)  # type: ignore[attr-defined]
-        if data_dependent:
+            tested = first
+        elif not qualified and method in DATA_DEPENDENT_METHODS:
+            tested = node.func.value  # type: ignore[attr-defined]
+        else:
+            return
+        if self.loop(node) is not None and self.flow.is_device(tested):
             self._data_dependent(node)
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
-        if self.loop(node) is not None and any(type(part) is ast.FormattedValue and self.flow.is_device(part.value) for part in node.values):
+        values = [part.value for part in node.values if type(part) is ast.FormattedValue]
+        if values and self.loop(node) is not None and any(self.flow.is_device(v) for v in values):
             self._formatting(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
@@ -255,7 +259,7 @@ class TensorConditionInHotLoop(_HotLoopRule):
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         index = node.slice
-        if type(index) in (ast.Tuple, ast.Slice) or self.loop(node) is None:
+        if type(index) not in _MASK_SHAPES or self.loop(node) is None:
             return
         if self._is_device_mask(index) and self.flow.is_device(node.value):
             self._data_dependent(node)
@@ -313,6 +317,10 @@ def _read_on_the_host(ctx, node: ast.AST) -> bool:
     if type(parent) is ast.Call and type(parent.func) is ast.Name and parent.func.id in ("int", "float", "bool"):  # type: ignore[attr-defined]
         return node in parent.args  # type: ignore[attr-defined]
     return False
+
+
+# The index expressions ``_is_device_mask`` can accept; any other is not a mask, loop or not.
+_MASK_SHAPES = (ast.Compare, ast.UnaryOp, ast.BinOp, ast.Call, ast.Name)
 
 
 def _is_string(node: ast.AST) -> bool:
