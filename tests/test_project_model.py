@@ -153,8 +153,9 @@ def test_function_returns_in_terms_of_arguments():
     assert summary.functions == {
         "reduce_mean": "arg:0",
         "place": facts.DEVICE_TENSOR,
+        "maybe_host": "host_copy:0",  # copied on some path: read on the host at the call that takes it
         "accuracy": "arg:0,1",
-        "host": facts.HOST_TENSOR,
+        "host": "host_copy:0",
         "noise": facts.FLOAT64,
         "Trainer.gather": "arg:0",
         "Trainer.run": "arg:0",
@@ -273,8 +274,116 @@ def test_rules_ask_the_project(tmp_path):
     })
     path = tmp_path / "train.py"
     result = check_text(path.read_text(), str(path), Settings())
-    assert [(d.location.row, d.code) for d in result.diagnostics] == [(11, "MPS201")]
+    # `as_number(loss)` reads the device tensor on the host inside the helper: the same wait, every step
+    assert [(d.location.row, d.code) for d in result.diagnostics] == [(11, "MPS201"), (12, "MPS201")]
+    assert "`as_number` does" in result.diagnostics[1].message
     assert result.depends[str(tmp_path / "helpers.py")] != model.ABSENT
+
+
+def test_helpers_of_another_module_that_read_their_argument_on_the_host(tmp_path):
+    write(tmp_path, {
+        "utils/array_tool.py": """
+            import numpy as np
+            import torch
+            def tonumpy(data):
+                if isinstance(data, np.ndarray):
+                    return data
+                if isinstance(data, torch.Tensor):
+                    return data.detach().cpu().numpy()
+            def to_np(x):
+                return tonumpy(x)
+            def scalar(t):
+                return float(t.mean())
+            def shape_of(t):
+                return t.shape
+            def numel(t):
+                return len(t)
+            def on_host(t):
+                return np.asarray(t)
+            """,
+        "train.py": """
+            import numpy as np
+            import torch
+            from utils import array_tool as at
+            from utils.array_tool import scalar, shape_of, numel, to_np, on_host
+            device = torch.device("mps")
+            model = torch.nn.Linear(2, 2).to(device)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                roi = model(x.to(device))
+                loss = roi.sum()
+                loss.backward()
+                opt.step()
+                boxes = at.tonumpy(roi)
+                again = to_np(roi)
+                value = scalar(loss)
+                kept = at.tonumpy(y)
+                shape = shape_of(roi)
+                count = numel(roi)
+                labels = on_host(np.zeros(3))
+                host = on_host(roi)
+                print(value)
+            final = at.tonumpy(roi)
+            """,
+    })
+    path = tmp_path / "train.py"
+    result = check_text(path.read_text(), str(path), Settings())
+    # Traps: a host batch (`y`), metadata (`.shape`, `len`), a numpy array, and a read after the loop.
+    assert [(d.location.row, d.code) for d in result.diagnostics] == [
+        (14, "MPS202"), (15, "MPS202"), (16, "MPS201"), (21, "MPS202")]
+    assert "`tonumpy` does" in result.diagnostics[0].message
+
+
+def test_a_helper_of_the_same_file_is_reported_where_it_reads(tmp_path):
+    write(tmp_path, {
+        "train.py": """
+            import torch
+            def tonumpy(t):
+                return t.detach().cpu().numpy()
+            device = torch.device("mps")
+            model = torch.nn.Linear(2, 2).to(device)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x in loader:
+                out = model(x.to(device))
+                out.sum().backward()
+                opt.step()
+                preds = tonumpy(out)
+            """,
+    })
+    path = tmp_path / "train.py"
+    result = check_text(path.read_text(), str(path), Settings())
+    assert [(d.location.row, d.code) for d in result.diagnostics] == [(4, "MPS202")]
+
+
+def test_what_a_summary_says_a_host_read_is():
+    summary = summary_of(
+        """
+        import numpy as np
+        def item(t):
+            return t.item()
+        def copy(t):
+            return t.detach().cpu().numpy()
+        def either(t):
+            if isinstance(t, np.ndarray):
+                return t
+            return t.cpu()
+        def both(a, b):
+            return (a == b).sum().item()
+        def passed_on(x):
+            return copy(x)
+        def metadata(t):
+            return t.numel()
+        def new_host():
+            return torch.zeros(3).cpu()
+        """
+    )
+    assert summary.functions["item"] == "host_read:0"
+    assert summary.functions["copy"] == "host_copy:0"
+    assert summary.functions["either"] == "host_copy:0"
+    assert summary.functions["both"] == "host_read:0,1"
+    assert summary.functions["passed_on"] == "host_copy:0"
+    assert summary.functions["metadata"] == facts.HOST
+    assert summary.functions.get("new_host") in (None, facts.HOST_TENSOR)
 
 
 # ---------------------------------------------------------------- the cache re-checks importers only
@@ -319,8 +428,9 @@ def test_a_changed_summary_rechecks_its_importers_and_nothing_else(tmp_path):
     (tmp_path / "helpers.py").write_text(HELPERS + "# a note\n")
     after_comment = checked()
     assert after_comment["train.py"][0] and after_comment["other.py"][0] and not after_comment["helpers.py"][0]
-    # The helper now returns a Python number: train.py is checked again (and its finding goes), other.py is not.
-    (tmp_path / "helpers.py").write_text(HELPERS.replace("return out", "return float(out)"))
+    # The helper now returns a tensor it makes on the host: train.py is checked again (and its finding goes),
+    # other.py is not.
+    (tmp_path / "helpers.py").write_text(HELPERS.replace("return out", "return torch.zeros(1)"))
     after_change = checked()
     assert after_change["train.py"] == (False, [])
     assert after_change["other.py"][0]
@@ -335,7 +445,7 @@ def test_a_new_module_where_an_import_pointed_rechecks_the_importer(tmp_path):
     # Unseen, `reduce_mean` computes from a device tensor what `.item()` reads as a tensor: on the device.
     assert [d.code for d in run(files, Mode(), cache_dir=cache_dir, jobs=1)[0].diagnostics] == ["MPS201"]
     # The module appears and says it returns a host tensor: train.py is checked again, and the finding goes.
-    write(tmp_path, {"helpers.py": HELPERS.replace("return out", "return out.cpu()")})
+    write(tmp_path, {"helpers.py": HELPERS.replace("return out", "return torch.zeros(1)")})
     result = run(files, Mode(), cache_dir=cache_dir, jobs=1)[0]
     assert not result.cached and result.diagnostics == []
 
@@ -595,3 +705,15 @@ def test_a_helper_returning_a_list_of_tensors_is_read_on_the_device_where_it_is_
     )
     found = [(d.code, d.location.row) for d in check_text(source, "train.py", Settings()).diagnostics if d.code.startswith("MPS2")]
     assert found == [("MPS204", 20)]
+
+
+def test_a_file_whose_imports_name_its_own_folder_runs_from_the_folder_above(tmp_path):
+    write(tmp_path, {
+        "utils/array_tool.py": "def tonumpy(t):\n    return t.detach().cpu().numpy()\n",
+        "model/utils/bbox.py": "def loc2bbox(a, b):\n    return a\n",
+        "model/net.py": "from model.utils.bbox import loc2bbox\nfrom utils import array_tool as at\n",
+        "other/net.py": "from utils import array_tool as at\n",
+    })
+    assert view_of(tmp_path / "model" / "net.py").module_function("at", "tonumpy") == "host_copy:0"
+    # Trap: nothing in other/net.py names its folder, so the folder above it is not a root.
+    assert view_of(tmp_path / "other" / "net.py").module_function("at", "tonumpy") is None

@@ -576,7 +576,7 @@ async def test_a_client_that_pulls_diagnostics_gets_them_once_and_only_by_pullin
 @run_async
 async def test_saving_a_helper_module_republishes_the_files_that_read_it(tmp_path):
     helpers = tmp_path / "helpers.py"
-    helpers.write_text("def reduce_mean(t, n):\n    return float(t) / n\n")
+    helpers.write_text("import torch\ndef reduce_mean(t, n):\n    return torch.zeros(1)  # made on the host\n")
     train = tmp_path / "train.py"
     train.write_text(
         "import torch\nfrom helpers import reduce_mean\ndevice = torch.device('mps')\n"
@@ -600,7 +600,7 @@ async def test_saving_a_helper_module_republishes_the_files_that_read_it(tmp_pat
 @run_async
 async def test_saving_a_module_rechecks_only_the_open_files_that_import_it_directly_or_not(tmp_path):
     helpers = tmp_path / "helpers.py"
-    helpers.write_text("def reduce_mean(t, n):\n    return float(t) / n\n")
+    helpers.write_text("import torch\ndef reduce_mean(t, n):\n    return torch.zeros(1)  # made on the host\n")
     (tmp_path / "common.py").write_text("from helpers import *\n")
     loop = (
         "import torch\n{imports}\ndevice = torch.device('mps')\n"

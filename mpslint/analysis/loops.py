@@ -266,7 +266,7 @@ class HotLoops:
             stored = self._stored[loop] = _stored_in(loop)
         return root.id in stored  # type: ignore[attr-defined]
 
-    def _local_callee(self, call: ast.Call) -> List[FunctionNode]:
+    def local_callees(self, call: ast.Call) -> List[FunctionNode]:
         func = call.func
         if type(func) is ast.Name:
             return self.defs.get(func.id, [])
@@ -281,7 +281,7 @@ class HotLoops:
         candidates: Dict[ast.AST, List[ast.Call]] = {}  # loop -> its calls that may move or feed data
         for call in tree.of_type(ast.Call):
             kind = self._step_kind(call)  # type: ignore[arg-type]
-            callees = self._local_callee(call)  # type: ignore[arg-type]
+            callees = self.local_callees(call)  # type: ignore[arg-type]
             owner = self._innermost(call)
             if owner is None:
                 continue
@@ -371,14 +371,14 @@ class HotLoops:
         return bool(LOADER.search(name.rsplit(".", 1)[-1]))
 
     def _find_per_step_functions(self) -> None:
-        calls = [n for n in self.tree.of_type(ast.Call) if self._local_callee(n)]  # type: ignore[arg-type]
+        calls = [n for n in self.tree.of_type(ast.Call) if self.local_callees(n)]  # type: ignore[arg-type]
         for _ in range(6):
             changed = False
             for call in calls:
                 position = self.position(call)
                 if position is None:
                     continue
-                for callee in self._local_callee(call):  # type: ignore[arg-type]
+                for callee in self.local_callees(call):  # type: ignore[arg-type]
                     known = self.callers.get(callee)
                     if self.tree.contains(callee, call):
                         continue  # recursion

@@ -16,7 +16,8 @@ from typing import Optional
 
 from mpslint.analysis.device_flow import DEVICE_EVIDENCE, DeviceFlow
 from mpslint.analysis.loops import LOOP_KEYWORDS, STEP_EVIDENCE, HotLoops, Loop
-from mpslint.analysis.syntax import dotted_name, last_name, method_name, positional
+from mpslint.analysis.project import facts
+from mpslint.analysis.syntax import dotted_name, last_name, method_name, positional, positional_at
 from mpslint.checks.base import Rule, short
 
 SYNCHRONIZE = frozenset(
@@ -39,6 +40,33 @@ class _HotLoopRule(Rule):
     def loop(self, node: ast.AST) -> Optional[Loop]:
         return self.ctx.analysis(HotLoops).per_step(node)
 
+    def helper_read(self, node: ast.Call, how: str) -> Optional[Loop]:
+        """The loop, when ``node`` calls every step a helper of another module that reads an argument on the
+        host (``how``: ``facts.HOST_READ``/``HOST_COPY``) and passes it a device tensor; else None.
+
+        A helper of this file is not asked: the hot loops follow it, and its own read is reported where it is.
+        """
+        func = node.func
+        if type(func) is not ast.Name and not (type(func) is ast.Attribute and type(func.value) is ast.Name):  # type: ignore[attr-defined]
+            return None
+        loop = self.loop(node)
+        if loop is None or self.ctx.analysis(HotLoops).local_callees(node):
+            return None
+        flow = self.flow
+        read = facts.host_read_of(flow.returned_fact(node))
+        if read is None or read[0] != how:
+            return None
+        values = [positional_at(node, position) for position in read[1]]
+        return loop if any(v is not None and flow.is_device(v) for v in values) else None
+
+    def report_helper_read(self, node: ast.Call, loop: Loop, what: str) -> None:
+        helper = dotted_name(node.func) or "the helper"
+        self.report(
+            node,
+            f"`{short(self.ctx, node)}` in the {loop.kind} {what} (`{helper.rsplit('.', 1)[-1]}` does) and waits "
+            "for the device every step; keep the values on the device (accumulate there) and read them every N steps",
+        )
+
 
 def _first_argument(call: ast.Call) -> Optional[ast.AST]:
     values = [a.value if type(a) is ast.Starred else a for a in call.args] + [k.value for k in call.keywords]
@@ -57,6 +85,9 @@ class ItemInHotLoop(_HotLoopRule):
         elif type(func) is ast.Name and func.id in ("float", "int") and len(node.args) + len(node.keywords) == 1:
             tensor = _first_argument(node)
         else:
+            loop = self.helper_read(node, facts.HOST_READ)
+            if loop is not None:
+                self.report_helper_read(node, loop, "reads a device tensor on the host")
             return
         loop = self.loop(node)
         if loop is None:
@@ -80,6 +111,9 @@ class HostCopyInHotLoop(_HotLoopRule):
     def visit_Call(self, node: ast.Call) -> None:
         method = method_name(node)
         if method not in ("cpu", "to", "numpy") and last_name(node.func) not in ("array", "asarray"):
+            loop = self.helper_read(node, facts.HOST_COPY)
+            if loop is not None:
+                self.report_helper_read(node, loop, "copies a device tensor to the host")
             return
         loop = self.loop(node)
         if loop is None:

@@ -116,6 +116,8 @@ _CALL, _NAME, _ATTRIBUTE = ast.Call, ast.Name, ast.Attribute
 
 
 def _fact_kind(fact: str) -> Optional[Kind]:
+    if facts.host_read_of(fact) is not None:
+        return Kind.HOST  # a Python number or a numpy array: a host tensor copy is rarely what such helpers give
     return FACT_KINDS.get(facts.KWARGS if fact.startswith(facts.KWARGS) else fact)
 
 

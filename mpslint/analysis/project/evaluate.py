@@ -23,6 +23,10 @@ NUMPY_FLOAT64 = frozenset("rand randn random random_sample normal uniform standa
 HOST_METHODS = frozenset("item tolist numpy size dim numel shape __len__".split())
 # Builtins whose result is a Python value, whatever they are given.
 HOST_BUILTINS = frozenset("float int bool str repr len round".split())
+# What reads a tensor's values on the host (a wait for the device when it is there), and how (facts.HOST_*).
+# (`.float()` and `.int()` are casts on the device: only the builtins read.)
+_READS = {"item": facts.HOST_READ, "tolist": facts.HOST_READ, "numpy": facts.HOST_COPY, "cpu": facts.HOST_COPY}
+_BUILTIN_READS = {"float": facts.HOST_READ, "int": facts.HOST_READ, "bool": facts.HOST_READ}
 TORCH_FACTORIES = frozenset(
     "zeros ones empty full rand randn randint randperm arange linspace logspace eye tensor as_tensor".split()
 )
@@ -125,7 +129,10 @@ class Evaluator:
             if type(func) is ast.Name:
                 found = self.call_fact(call)
                 if found is None and func.id in HOST_BUILTINS:  # type: ignore[attr-defined]
-                    return facts.HOST  # `return float(loss)`: a Python number
+                    # `return float(loss)`: a Python number, read from the argument when it is one
+                    if func.id in _BUILTIN_READS and len(call.args) == 1:  # type: ignore[attr-defined]
+                        return self._read(_BUILTIN_READS[func.id], call.args[0], depth)  # type: ignore[attr-defined]
+                    return facts.HOST
                 return found
             return None
         if qualified in CUDA_FLAGS:
@@ -134,6 +141,8 @@ class Evaluator:
             return string_fact(call.args[0].value) if call.args and type(call.args[0]) is ast.Constant else facts.DEVICE  # type: ignore[attr-defined]
         if qualified == "torch.from_numpy":
             return facts.FLOAT64 if self.fact(call.args[0] if call.args else None, depth + 1) == facts.FLOAT64 else facts.HOST_TENSOR
+        if qualified in ("numpy.array", "numpy.asarray") and call.args:
+            return self._read(facts.HOST_COPY, call.args[0], depth)
         if qualified.startswith("numpy."):
             function = qualified[len("numpy."):]
             if keyword(call, "dtype") is None and function.rsplit(".", 1)[-1] in NUMPY_FLOAT64 and (
@@ -159,14 +168,14 @@ class Evaluator:
         receiver = func.value
         if type(receiver) is ast.Name and receiver.id == "self":  # type: ignore[attr-defined]
             return self.call_fact(call)  # a method of the same class
+        if method in _READS and not call.args:
+            return self._read(_READS[method], receiver, depth, tensor=method == "cpu")
         if method in HOST_METHODS:
             return facts.HOST
         if method == "format" and type(receiver) is ast.Constant:
             return string_fact(receiver.value)  # "cuda:{}".format(rank)  # type: ignore[attr-defined]
         if type(receiver) is ast.Call and self.qualify(receiver.func) == "numpy.random.RandomState":  # type: ignore[attr-defined]
             return facts.FLOAT64 if method in NUMPY_FLOAT64 and keyword(call, "dtype") is None else facts.HOST
-        if method == "cpu":
-            return facts.HOST_TENSOR
         if method == "cuda":
             return facts.DEVICE_TENSOR
         if method == "double":
@@ -179,7 +188,7 @@ class Evaluator:
             if where == facts.DEVICE:
                 return facts.DEVICE_TENSOR
             if where == facts.CPU:
-                return facts.HOST_TENSOR
+                return self._read(facts.HOST_COPY, receiver, depth, tensor=True)
             if type(target) is ast.Attribute and target.attr == "device":  # type: ignore[attr-defined]
                 owner = self.fact(target.value, depth + 1)  # type: ignore[attr-defined]
                 if facts.argument_position(owner) is not None or owner == facts.HOST_TENSOR:
@@ -189,9 +198,22 @@ class Evaluator:
                 return facts.DEVICE_TENSOR
             return None
         base = self.fact(receiver, depth + 1)
-        if facts.argument_position(base) is not None or base in (facts.DEVICE_TENSOR, facts.HOST_TENSOR):
+        if facts.argument_position(base) is not None or base in (facts.DEVICE_TENSOR, facts.HOST_TENSOR) \
+                or facts.host_read_of(base) is not None:
             return base  # x.mean(), x.clone(), x.detach(): where x is
         return None
+
+    def _read(self, how: str, value: ast.AST, depth: int, tensor: bool = False) -> Optional[str]:
+        """``value.item()``, ``value.cpu()``, ``float(value)``, ``np.asarray(value)``: a host value, read from
+        the arguments ``value`` is computed from when it is (``how``: ``facts.HOST_READ``/``HOST_COPY``);
+        ``tensor``: the value read is a tensor (``.cpu()``)."""
+        base = self.fact(value, depth + 1)
+        if facts.host_read_of(base) is not None:
+            return base  # `x.cpu().numpy()`: the first read is the wait
+        positions = facts.argument_positions(base)
+        if positions:
+            return facts.host_read(how, positions)
+        return facts.HOST_TENSOR if tensor else facts.HOST
 
 
 def names_a_device(name: str) -> bool:

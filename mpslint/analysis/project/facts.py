@@ -18,6 +18,9 @@ CUDA_FLAG = "cuda_flag"  # whether CUDA is available (torch.cuda.is_available())
 # combined must share a device, so the result is where the tensor among them is).
 ARGUMENT = "arg:"
 KWARGS = "kwargs:"  # "kwargs:pin_memory,num_workers": a dict of keyword arguments holding these keys set
+# A function's return read on the host from its K-th argument: a wait for the device when that argument is on it.
+HOST_READ = "host_read:"  # `.item()`, `.tolist()`, `float(t)`: Python values (MPS201's shape)
+HOST_COPY = "host_copy:"  # `.cpu()`, `.numpy()`, `np.asarray(t)`: a copy of the tensor (MPS202's shape)
 
 
 def argument(*positions: int) -> str:
@@ -41,6 +44,9 @@ def combined(a: Optional[str], b: Optional[str]) -> Optional[str]:
     """``a + b`` / ``a == b``: arguments combine; a host value leaves the tensor side; a device tensor wins."""
     if a == b:
         return a
+    for read, other in ((a, b), (b, a)):
+        if host_read_of(read) is not None and (other in (None, HOST) or argument_positions(other)):
+            return read  # `float(t) / n`: a number read on the host, whatever it is then divided by
     left, right = argument_positions(a), argument_positions(b)
     if left and right:
         return argument(*left, *right)
@@ -53,10 +59,30 @@ def combined(a: Optional[str], b: Optional[str]) -> Optional[str]:
     return None
 
 
+def host_read(how: str, positions: Tuple[int, ...]) -> str:
+    """``how`` (HOST_READ or HOST_COPY) of the arguments at ``positions``."""
+    return how + ",".join(map(str, sorted(set(positions))))
+
+
+def host_read_of(fact: Optional[str]) -> Optional[Tuple[str, Tuple[int, ...]]]:
+    """(HOST_READ or HOST_COPY, the argument positions) of a host-read fact; None for any other fact."""
+    if fact is not None:
+        for how in (HOST_READ, HOST_COPY):
+            if fact.startswith(how):
+                return how, tuple(int(p) for p in fact[len(how):].split(","))
+    return None
+
+
 def join(a: Optional[str], b: Optional[str]) -> Optional[str]:
     """Either value (two returns, ``x if c else y``): equal facts stay, a device or the CPU may be the device."""
     if a == b:
         return a
+    for read, other in ((a, b), (b, a)):
+        # `if isinstance(x, np.ndarray): return x` beside `return x.detach().cpu().numpy()`: for a tensor on
+        # the device, the read is the way taken
+        found = host_read_of(read)
+        if found is not None and (other == HOST or argument_positions(other) == found[1]):
+            return read
     if {a, b} == {DEVICE, CPU}:
         return DEVICE
     return None

@@ -60,7 +60,15 @@ def find(roots: Tuple[str, ...], dotted: str) -> Optional[str]:
     return None
 
 
+@lru_cache(maxsize=65536)
+def is_directory(roots: Tuple[str, ...], dotted: str) -> bool:
+    """Whether ``dotted`` is a directory under a root: a namespace package, whose modules are files there."""
+    relative = dotted.replace(".", os.sep)
+    return any(os.path.isdir(os.path.join(root, relative)) for root in roots)
+
+
 def clear() -> None:
     """Forget what the file system looked like (a long-lived server, tests that write files)."""
     _is_package_dir.cache_clear()
     find.cache_clear()
+    is_directory.cache_clear()

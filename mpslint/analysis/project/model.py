@@ -300,6 +300,11 @@ class Lookup:
             return None
         target = self.module(dotted, where.roots)
         if target is None:
+            if layout.is_directory(where.roots, dotted):
+                # `from utils import array_tool` where utils/ has no __init__.py (a namespace package)
+                submodule = self.module(f"{dotted}.{name}", where.roots)
+                if submodule is not None:
+                    return ("module", submodule)
             return ("alias", f"{dotted}.{name}") if not level else None
         if name not in target.summary.names:
             submodule = self.module(f"{dotted}.{name}", where.roots)

@@ -37,7 +37,7 @@ from mpslint.analysis.project import facts
 from mpslint.analysis.project.evaluate import MODULE_LIKE, Evaluator, names_a_device, string_fact
 from mpslint.analysis.syntax import dotted_name
 
-FORMAT = 3  # bump when what a summary holds changes: cached summaries of another format are not read
+FORMAT = 4  # bump when what a summary holds changes: cached summaries of another format are not read
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -270,6 +270,12 @@ class _Summarizer:
 
     def _applied(self, fact: Optional[str], call: ast.Call, lookup, call_fact) -> Optional[str]:
         """A function's return fact at one call: ``arg:K`` becomes the fact of the K-th argument there."""
+        read = facts.host_read_of(fact)
+        if read is not None:
+            # `def to_np(x): return tonumpy(x)`: a read of this function's own argument, or a value read here
+            found = [self._applied(facts.argument(p), call, lookup, call_fact) for p in read[1]]
+            positions = tuple(p for f in found for p in facts.argument_positions(f))
+            return facts.host_read(read[0], positions) if positions and len(positions) == len(found) else facts.HOST
         positions = facts.argument_positions(fact)
         if not positions:
             return fact

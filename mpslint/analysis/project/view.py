@@ -76,7 +76,7 @@ class ProjectView:
         if self._here is None:
             path = os.path.abspath(self.path or "-")
             dotted, is_package, roots = roots_of(path)
-            self._here = ModuleRef(path, dotted, is_package, roots, self.header)
+            self._here = ModuleRef(path, dotted, is_package, roots + _roots_named(path, roots, self.header), self.header)
         return self._here
 
     @property
@@ -190,6 +190,24 @@ class ProjectView:
         if resolved is None or resolved[0] != "module":
             return None
         return self.lookup.name(resolved[1], name)  # type: ignore[arg-type]
+
+
+def _roots_named(path: str, roots: Tuple[str, ...], header: ModuleSummary) -> Tuple[str, ...]:
+    """Roots the file's own imports point to: ``from model.utils import x`` in ``model/faster_rcnn.py``
+    (``model/`` with no ``__init__.py``) says the project runs from the folder above ``model/``, where
+    ``from utils import array_tool`` then finds ``utils/``."""
+    tops = {entry[2].split(".", 1)[0] for entry in header.imports.values() if entry[0] == "from" and not entry[1]}
+    tops.update(entry[1].split(".", 1)[0] for entry in header.imports.values() if entry[0] == "import")
+    found = []
+    directory = os.path.dirname(path)
+    for _ in range(3):  # a script is rarely more than a few folders below where it is run from
+        parent, name = os.path.split(directory)
+        if not name or parent == directory:
+            break
+        if name in tops and parent not in roots and parent not in found:
+            found.append(parent)
+        directory = parent
+    return tuple(found)
 
 
 def _words(resolved: Optional[Resolved]) -> Tuple[str, ...]:
