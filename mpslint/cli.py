@@ -158,7 +158,7 @@ def main() -> None:
 )
 @click.option("--torch-version", metavar="X.Y", help="The lowest torch version the code supports (overrides config).")
 @click.option("--stdin-filename", metavar="PATH", help="The path of the code read from stdin (for config and messages).")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: one per CPU).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: one per CPU this process may use).")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only: no summary, no warnings about the configuration or an empty run.")
 @click.option("-s", "--silent", is_flag=True, help="Print nothing; the exit code still says whether findings remain.")
 @click.option("--show-files", is_flag=True, help="Print the files that would be checked, then exit.")

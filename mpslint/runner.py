@@ -49,6 +49,18 @@ class Task:
     missed: Optional[str] = None  # the cache key this run already looked up and missed
 
 
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on: a container or ``taskset`` can allow fewer than the machine has."""
+    if hasattr(os, "process_cpu_count"):  # Python 3.13
+        return os.process_cpu_count() or 1
+    if hasattr(os, "sched_getaffinity"):  # Linux
+        try:
+            return len(os.sched_getaffinity(0)) or 1
+        except OSError:
+            pass
+    return os.cpu_count() or 1
+
 def run(
     files: Sequence[Tuple[str, str, Settings]],
     mode: Mode,
@@ -75,7 +87,7 @@ def run(
     results: List[Optional[FileResult]] = [None] * len(tasks)
     pending: List[int] = []
     read: Dict[int, bytes] = {}  # the bytes of missed files, kept while they may be checked in this process
-    may_pool = (jobs or os.cpu_count() or 1) > 1
+    may_pool = (jobs or usable_cpus()) > 1
     for i, task in enumerate(tasks):
         looked = _look_up(task, table[task.settings], cache) if cache is not None else None
         if looked is None:
@@ -91,7 +103,7 @@ def run(
             else:
                 read[i] = data
 
-    workers = min(jobs or os.cpu_count() or 1, len(pending))
+    workers = min(jobs or usable_cpus(), len(pending))
     todo = [tasks[i] for i in pending]
     with _sigterm_unwinds(mode.fix):
         if workers > 1 and len(todo) >= POOL_THRESHOLD:

@@ -424,3 +424,14 @@ def test_entries_of_abandoned_code_versions_are_pruned(tmp_path):
     assert not old.exists()
     assert recent.exists()  # maybe another installation's, still in use
     assert len(_entries(cache_dir)) == 2
+
+
+def test_the_default_pool_counts_the_cpus_the_process_may_use(monkeypatch):
+    import os
+
+    from mpslint import runner
+
+    monkeypatch.delattr(os, "process_cpu_count", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    assert runner.usable_cpus() == 1  # `taskset -c 3 mpslint .` on a 64-CPU machine: one worker, not 64

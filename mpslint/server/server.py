@@ -28,6 +28,7 @@ from pygls.protocol.language_server import lsp_method
 from mpslint import __version__
 from mpslint.config import Settings
 from mpslint.diagnostic import Diagnostic, Location
+from mpslint.runner import usable_cpus
 from mpslint.server import settings as client_settings
 from mpslint.server.actions import FIX_ALL_KIND, NOTEBOOK_FIX_ALL_KIND, ActionBuilder, fix_all_request
 from mpslint.server.documents import Document, Snapshot
@@ -64,7 +65,7 @@ def default_workers() -> int:
     one takes a moment to import the engine; meanwhile the next document is
     checked by the spare instead of waiting. An idle worker holds about 25 MB.
     """
-    return min(os.cpu_count() or 1, 2) + 1
+    return min(usable_cpus(), 2) + 1
 
 
 @dataclass(frozen=True)
