@@ -369,3 +369,99 @@ def test_a_loop_that_leaves_on_some_passes_stays_hot(ending):
     source += ending.replace("\n", "\n    ") + "\n"
     found, _ = probes(source)
     assert found["pass"] is not None
+
+
+def test_a_method_of_a_class_of_this_file_called_on_an_object_runs_its_steps():
+    found, loops = probes(
+        """
+        import torch
+
+        class Agent:
+            def __init__(self, net, opt):
+                self.net, self.opt = net, opt
+
+            def act(self, obs):
+                probe("act")
+                return self.net(obs)
+
+            def learn(self, batch):
+                loss = self.net(batch).sum()
+                loss.backward()
+                self.opt.step()
+                probe("learn")
+
+        class Meter:
+            def update(self, value):
+                probe("meter update")
+
+        class A:
+            def run(self):
+                probe("run of A")
+
+        class B:
+            def run(self):
+                probe("run of B")
+
+        def train(env, agent, stats, a, steps):
+            obs = env.reset()
+            for t in range(steps):
+                action = agent.act(obs)
+                obs, reward, done, info = env.step(action)
+                agent.learn(obs)
+                stats.update({"reward": reward})
+                a.run()
+        """
+    )
+    assert found["act"] is not None and found["learn"] is not None
+    assert found["act"].loop.kind == "training loop"
+    # Traps: `update` is a container's method too, and `run` is defined by two classes: which one runs?
+    assert found["meter update"] is None
+    assert found["run of A"] is None and found["run of B"] is None
+
+
+def test_a_branch_on_a_parameter_every_call_passes_an_interval_test_runs_every_n_steps():
+    found, loops = probes(
+        """
+        class Model:
+            def train_step(self, x, log_loss=False, log_grads=True):
+                loss = self.net(x).sum()
+                loss.backward()
+                self.opt.step()
+                if log_loss:
+                    probe("log loss")
+                if log_grads:
+                    probe("log grads")
+
+        def interval(model, data):
+            j = 0
+            for x in data:
+                model.train_step(x, j % 50 == 0)
+                j += 1
+
+        def quiet(model, data):
+            for x in data:
+                model.train_step(x)
+        """
+    )
+    assert found["log loss"] is not None and found["log loss"].guarded
+    # Trap: `log_grads` defaults to True and no call passes it: every step.
+    assert found["log grads"] is not None and not found["log grads"].guarded
+
+
+def test_a_parameter_that_some_call_passes_a_plain_flag_is_not_an_interval_guard():
+    found, loops = probes(
+        """
+        def step(model, opt, x, verbose):
+            model(x).sum().backward()
+            opt.step()
+            if verbose:
+                probe("verbose")
+
+        def train(model, opt, data, args):
+            for i, x in enumerate(data):
+                step(model, opt, x, i % 10 == 0)
+            for x in data:
+                step(model, opt, x, args.verbose)
+        """
+    )
+    assert found["verbose"] is not None and not found["verbose"].guarded

@@ -82,6 +82,7 @@ class HotLoops:
         self.callers: Dict[ast.AST, StepPosition] = {}
         self._guards: Dict[Tuple[ast.AST, Optional[ast.AST]], bool] = {}
         self._stored: Dict[ast.AST, Set[str]] = {}  # loop -> the names and attribute chains it assigns
+        self._sites: Optional[Dict[ast.AST, List[ast.Call]]] = None  # local function -> the calls of it here
         if self.tree.of_type(ast.For, ast.AsyncFor, ast.While):
             self._find_hot_loops()
         if self.hot:
@@ -148,10 +149,49 @@ class HotLoops:
         if cls is ast.Name:
             scope = self.tree.scope_of(test)
             bindings = self.flow.bindings.get(scope, {}).get(test.id, [])  # type: ignore[attr-defined]
+            if len(bindings) == 1 and bindings[0].how == "param" and type(scope) in _FUNCTIONS:
+                return self._guard_passed(scope, test.id, depth)  # type: ignore[arg-type]
             values = [b.value for b in bindings if b.how == "assign" and not b.path]
             return bool(values) and len(values) == len(bindings) and all(
                 self.is_guard(v, depth + 1, loop) for v in values)
         return False
+
+    def _guard_passed(self, function: FunctionNode, name: str, depth: int) -> bool:
+        """``if log_loss:`` in ``train_step(x, y, log_loss)``, which every call in this file passes an
+        interval test (``j % 50 == 0``) or leaves at a false default: the branch runs every N steps."""
+        if self._sites is None:
+            self._sites = {}
+            for call in self.tree.of_type(ast.Call):
+                for callee in self.local_callees(call):  # type: ignore[arg-type]
+                    self._sites.setdefault(callee, []).append(call)  # type: ignore[arg-type]
+        sites = self._sites.get(function)
+        if not sites:
+            return False
+        args = function.args
+        positional = [*args.posonlyargs, *args.args]
+        names = [a.arg for a in positional]
+        if name not in names and name not in [a.arg for a in args.kwonlyargs]:
+            return False
+        defaults = dict(zip(names[len(names) - len(args.defaults):], args.defaults))
+        defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+        for call in sites:
+            bound = type(call.func) is ast.Attribute and type(self.tree.parent(function)) is ast.ClassDef \
+                and not any(dotted_name(d) == "staticmethod" for d in function.decorator_list)
+            value = next((k.value for k in call.keywords if k.arg == name), None)
+            if value is None and name in names:
+                index = names.index(name) - (1 if bound else 0)
+                if any(type(a) is ast.Starred for a in call.args[: index + 1]):
+                    return False
+                if 0 <= index < len(call.args):
+                    value = call.args[index]
+            if value is None:
+                value = defaults.get(name)
+                if not (type(value) is ast.Constant and not value.value):  # type: ignore[union-attr]
+                    return False  # no argument, and a default that may be true
+                continue  # `log_loss=False` left as it is: the branch does not run at this call
+            if not self.is_guard(value, depth + 1):
+                return False
+        return True
 
     def _invariant(self, counter: ast.AST, loop: Optional[ast.AST]) -> bool:
         """``counter`` holds the same value on every pass of ``loop``: a name or attribute the loop never
@@ -267,11 +307,19 @@ class HotLoops:
         return root.id in stored  # type: ignore[attr-defined]
 
     def local_callees(self, call: ast.Call) -> List[FunctionNode]:
+        """The functions of this file ``call`` may run: ``f(x)``, ``self.f(x)``, and ``agent.learn(batch)``
+        where ``learn`` is a method of exactly one class here (an object of that class, passed around)."""
         func = call.func
         if type(func) is ast.Name:
             return self.defs.get(func.id, [])
-        if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id in ("self", "cls"):
-            return self.defs.get(func.attr, [])
+        if type(func) is ast.Attribute and type(func.value) is ast.Name:
+            if func.value.id in ("self", "cls"):
+                return self.defs.get(func.attr, [])
+            if func.attr in _LIBRARY_METHODS:
+                return []  # `x.to(device)`, `stats.update(d)`: a tensor's, module's or container's own method
+            found = self.defs.get(func.attr, ())
+            if len(found) == 1 and type(self.tree.parent(found[0])) is ast.ClassDef:
+                return list(found)
         return []
 
     def _find_hot_loops(self) -> None:
@@ -387,6 +435,16 @@ class HotLoops:
                         changed = True
             if not changed:
                 break
+
+
+# Methods that tensors, modules, optimizers and Python containers have: `x.<name>()` is rarely the one method
+# of that name a class of the file defines.
+_LIBRARY_METHODS = frozenset("""
+    to cuda cpu item numpy tolist detach clone view reshape size sum mean float half double type forward
+    backward step zero_grad train eval parameters named_parameters state_dict load_state_dict apply modules
+    children register_buffer update append extend insert pop get items keys values add remove clear copy
+    format join split strip replace write read close save load log info debug warning error
+""".split())
 
 
 def _first_pass_only(loop: ast.AST) -> bool:
