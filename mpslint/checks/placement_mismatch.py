@@ -10,7 +10,7 @@ placement is never reported.
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional, Set
+from typing import Dict, FrozenSet, Optional, Set
 
 from mpslint.analysis.device_flow import DEVICE_EVIDENCE, SIZED_FACTORIES, DeviceFlow, Kind
 from mpslint.analysis.loops import HotLoops
@@ -81,13 +81,35 @@ class PlacementMismatch(Rule):
             and flow.is_placed_name(dotted_name(call.func.value) or "", call)
         )
 
+    @property
+    def factory_names(self) -> FrozenSet[str]:
+        """Names some assignment of the file binds to a host factory call: only these can hold one."""
+        found = self.__dict__.get("_factory_names")
+        if found is None:
+            names = set()
+            for node in self.ctx.tree.of_type(ast.Assign, ast.AnnAssign, ast.NamedExpr):
+                value = node.value  # type: ignore[attr-defined]
+                if value is None or self._unscaled_factory(value) is None:
+                    continue
+                targets = node.targets if type(node) is ast.Assign else [node.target]  # type: ignore[attr-defined]
+                for target in targets:
+                    names.update(n.id for n in ast.walk(target) if type(n) is ast.Name)  # type: ignore[attr-defined]
+            found = self.__dict__["_factory_names"] = frozenset(names)
+        return found
+
     def _host_factory(self, expr: ast.AST) -> Optional[ast.Call]:
         """The torch factory call (without ``device=``) that ``expr`` is, or the name holds."""
         if type(expr) is ast.Name:
+            if expr.id not in self.factory_names:  # type: ignore[attr-defined]
+                return None  # asking where the name was bound costs more than this
             bindings = self.flow.visible(expr.id, expr)  # type: ignore[attr-defined]
             if len(bindings) != 1 or bindings[0].how != "assign" or bindings[0].path:
                 return None
             expr = bindings[0].value  # type: ignore[assignment]
+        return self._unscaled_factory(expr)
+
+    def _unscaled_factory(self, expr: ast.AST) -> Optional[ast.Call]:
+        """The host factory call ``expr`` is, also scaled by a Python number."""
         # 0.01 * torch.randn(...), -torch.ones(...): scaled by a Python number, still on the CPU.
         while True:
             if type(expr) is ast.UnaryOp and type(expr.op) is ast.USub:  # type: ignore[attr-defined]
