@@ -717,3 +717,80 @@ def test_a_file_whose_imports_name_its_own_folder_runs_from_the_folder_above(tmp
     assert view_of(tmp_path / "model" / "net.py").module_function("at", "tonumpy") == "host_copy:0"
     # Trap: nothing in other/net.py names its folder, so the folder above it is not a root.
     assert view_of(tmp_path / "other" / "net.py").module_function("at", "tonumpy") is None
+
+
+def test_batches_of_a_dataset_whose_items_are_float64_arrays(tmp_path):
+    write(tmp_path, {
+        "data.py": """
+            import numpy as np
+            import torch
+            from torch.utils.data import Dataset
+
+            class Points(Dataset):
+                def __init__(self, n):
+                    self.x = np.random.randn(n, 3)
+                    self.y = np.linspace(0, 1, n)
+                def __len__(self):
+                    return len(self.x)
+                def __getitem__(self, i):
+                    return self.x[i], self.y[i]
+
+            class Cast(Dataset):
+                def __init__(self, n):
+                    self.x = np.random.randn(n, 3).astype(np.float32)
+                    self.y = np.loadtxt("labels.txt")
+                def __getitem__(self, i):
+                    return self.x[i], self.y[i]
+
+            class Tensors(Dataset):
+                def __init__(self, n):
+                    self.x = np.random.randn(n, 3)
+                def __getitem__(self, i):
+                    return torch.from_numpy(self.x[i]).float()
+            """,
+        "train.py": """
+            import torch
+            from torch.utils.data import DataLoader
+            import data
+            from data import Points, Cast, Tensors
+
+            device = torch.device("mps")
+            loader = DataLoader(Points(100), batch_size=10)
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+            for i, (x, y) in enumerate(DataLoader(data.Points(100), batch_size=10)):
+                features = x.to(device)
+            for x, y in DataLoader(Cast(100), batch_size=10):
+                x, y = x.to(device), y.to(device)
+            for x in DataLoader(Tensors(100), batch_size=10):
+                x = x.to(device)
+            for x, y in DataLoader(Points(100), batch_size=10, collate_fn=to_float32):
+                x = x.to(device)
+            """,
+    })
+    path = tmp_path / "train.py"
+    result = check_text(path.read_text(), str(path), Settings())
+    # Traps: a float32 cast in the dataset, an item made a float32 tensor, a collate function of its own.
+    assert [(d.location.row, d.location.column, d.code) for d in result.diagnostics] == [
+        (10, 12, "MPS303"), (10, 26, "MPS303"), (12, 16, "MPS303"), (14, 26, "MPS303")]
+    assert result.depends[str(tmp_path / "data.py")] != model.ABSENT
+
+
+def test_what_a_method_reads_from_self_is_what_the_class_assigns():
+    summary = summary_of(
+        """
+        import numpy as np
+        class Points:
+            def __init__(self, n, scale):
+                self.x = np.random.randn(n, 3)
+                self.scale = scale
+            def row(self, i):
+                return self.x[i]
+            def scaled(self, i):
+                return self.x[i] * self.scale
+            def unknown(self):
+                return self.never_assigned
+        """
+    )
+    assert summary.functions["Points.row"] == facts.FLOAT64
+    assert "Points.unknown" not in summary.functions

@@ -9,7 +9,7 @@ from typing import Optional, Set, Tuple
 
 from mpslint.analysis.device_flow import DeviceFlow, Kind
 from mpslint.analysis.project import facts
-from mpslint.analysis.syntax import dotted_name, keyword, method_name, positional
+from mpslint.analysis.syntax import dotted_name, keyword, last_name, method_name, positional
 from mpslint.checks.base import (
     FixSpec,
     Rule,
@@ -68,7 +68,8 @@ def _first_argument(call: ast.Call) -> Optional[ast.AST]:
 class Float64ToDevice(Rule):
     # numpy: its float arrays are float64 without the word in the file (`np.array([0.5])`, `np.zeros(3)`);
     # a gym environment's observations too (`obs, reward, done, info = env.step(a)`).
-    TRIGGERS = ("float64", "double", "numpy", "env.step", "env.reset", "envs.step", "envs.reset")
+    # A DataLoader's batches are float64 where its dataset's items are (the dataset may be another module's).
+    TRIGGERS = ("float64", "double", "numpy", "env.step", "env.reset", "envs.step", "envs.reset", "DataLoader")
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -246,6 +247,8 @@ class Float64ToDevice(Rule):
             return False
         if type(expr) is ast.Name:
             bindings = self.flow.visible(expr.id, expr)  # type: ignore[attr-defined]
+            if len(bindings) == 1 and bindings[0].how == "for":
+                return self._float64_batch(bindings[0].value, bindings[0].path)  # type: ignore[arg-type]
             if len(bindings) != 1 or bindings[0].how != "assign" or bindings[0].path:
                 return False
             return self._from_numpy_float64(bindings[0].value, depth + 1)  # type: ignore[arg-type]
@@ -274,6 +277,41 @@ class Float64ToDevice(Rule):
         if method in PASSTHROUGH:
             return self._from_numpy_float64(expr.func.value, depth + 1)  # type: ignore[attr-defined]
         return False
+
+    def _float64_batch(self, iterable: ast.AST, path: Tuple[object, ...]) -> bool:
+        """``x`` of ``for x, y in loader``, where ``loader`` is a ``DataLoader`` of a dataset whose
+        ``__getitem__`` returns a float64 array there: the default collate stacks them into a float64 tensor."""
+        while type(iterable) is ast.Call and iterable.args:  # type: ignore[attr-defined]
+            wrapper = last_name(iterable.func)  # type: ignore[attr-defined]
+            if wrapper == "enumerate":
+                if not path or path[0] != 1:
+                    return False  # the counter
+                path = path[1:]
+            elif wrapper not in ("tqdm", "iter"):
+                break
+            iterable = iterable.args[0]  # type: ignore[attr-defined]
+        loader = self._assigned(iterable)
+        if type(loader) is not ast.Call or last_name(loader.func) != "DataLoader":  # type: ignore[attr-defined]
+            return False
+        if keyword(loader, "collate_fn") is not None:  # type: ignore[arg-type]
+            return False  # batches are whatever that function makes
+        dataset = self._assigned(keyword(loader, "dataset") or (loader.args[0] if loader.args else None))  # type: ignore[arg-type,attr-defined]
+        if type(dataset) is not ast.Call:
+            return False
+        cls = dotted_name(dataset.func)  # type: ignore[attr-defined]
+        fact = self.ctx.project.class_method(cls, "__getitem__") if cls and self.ctx.project is not None else None
+        if fact == facts.FLOAT64:
+            return True
+        positions = facts.float64_positions(fact)
+        return positions is not None and bool(path) and path[0] in positions
+
+    def _assigned(self, expr: Optional[ast.AST]) -> Optional[ast.AST]:
+        """What a name holds when one assignment binds it; ``expr`` itself otherwise."""
+        if type(expr) is ast.Name:
+            bindings = self.flow.visible(expr.id, expr)  # type: ignore[attr-defined]
+            if len(bindings) == 1 and bindings[0].how == "assign" and not bindings[0].path:
+                return bindings[0].value
+        return expr
 
     def _may_be_float64_array(self, array: ast.AST, depth: int = 0, *, python_floats: bool) -> bool:
         """Positive evidence that a numpy array is float64: numpy's float defaults, float data, division.

@@ -18,7 +18,8 @@ from mpslint.analysis.project import facts
 from mpslint.analysis.syntax import dotted_name, keyword
 
 # numpy functions whose arrays are float64 unless told a dtype (np.random.RandomState(s).X too).
-NUMPY_FLOAT64 = frozenset("rand randn random random_sample normal uniform standard_normal linspace logspace".split())
+NUMPY_FLOAT64 = frozenset(
+    "rand randn random random_sample normal uniform standard_normal linspace logspace loadtxt genfromtxt".split())
 # Methods whose result is a value on the host, whatever the receiver's device.
 HOST_METHODS = frozenset("item tolist numpy size dim numel shape __len__".split())
 # Builtins whose result is a Python value, whatever they are given.
@@ -59,10 +60,12 @@ def string_fact(value: object) -> Optional[str]:
 class Evaluator:
     """Facts of expressions in one module: ``bindings`` qualifies names, ``lookup`` gives a name's fact."""
 
-    def __init__(self, bindings: Dict[str, str], lookup: Lookup, call: Callable[[ast.Call], Optional[str]]) -> None:
+    def __init__(self, bindings: Dict[str, str], lookup: Lookup, call: Callable[[ast.Call], Optional[str]],
+                 attribute: Optional[Lookup] = None) -> None:
         self.bindings = bindings
         self.lookup = lookup
         self.call_fact = call  # a call of a function this module defines (its return fact, arguments mapped)
+        self.attribute = attribute  # in a method: the fact of `self.<name>`, from what the class assigns it
 
     def qualify(self, node: ast.AST) -> Optional[str]:
         return qualify_dotted(dotted_name(node), self.bindings)
@@ -81,16 +84,24 @@ class Evaluator:
             qualified = self.qualify(expr)
             if qualified is not None:
                 return None
+            owner = expr.value  # type: ignore[attr-defined]
+            if self.attribute is not None and type(owner) is ast.Name and owner.id == "self":  # type: ignore[attr-defined]
+                return self.attribute(expr.attr)  # type: ignore[attr-defined]
             base = self.fact(expr.value, depth + 1)  # type: ignore[attr-defined]
             return base if facts.argument_position(base) is not None and expr.attr not in HOST_METHODS else None  # type: ignore[attr-defined]
         if cls is ast.Subscript:
             base = self.fact(expr.value, depth + 1)  # type: ignore[attr-defined]
+            if base == facts.FLOAT64:
+                return base  # `self.x[i]` of a float64 array: a float64 row (or numpy float64 number)
             return base if base in (facts.DEVICE_TENSOR, facts.HOST_TENSOR) or facts.argument_position(base) is not None else None
         if cls is ast.Tuple or cls is ast.List:
             # `return loss, acc`: tensors all, computed from the arguments (indexing one gives its fact)
             found = [self.fact(e, depth + 1) for e in expr.elts]  # type: ignore[attr-defined]
             if found and len(set(found)) == 1 and found[0] in (facts.DEVICE_TENSOR, facts.HOST_TENSOR):
                 return found[0]
+            if facts.FLOAT64 in found:
+                # `return self.x[i], self.y[i]` (a dataset's item): which parts are float64 arrays
+                return facts.float64_items(i for i, f in enumerate(found) if f == facts.FLOAT64)
             if not found or not all(facts.argument_position(f) is not None for f in found):
                 return None  # a host tensor beside a device one: where a part is depends on which part
             result = found[0]

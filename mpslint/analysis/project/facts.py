@@ -59,6 +59,21 @@ def combined(a: Optional[str], b: Optional[str]) -> Optional[str]:
     return None
 
 
+# "float64_items:0": a tuple whose items at these positions are float64 arrays (a dataset's item: features, label).
+FLOAT64_ITEMS = "float64_items:"
+
+
+def float64_items(positions) -> str:
+    return FLOAT64_ITEMS + ",".join(map(str, sorted(set(positions))))
+
+
+def float64_positions(fact: Optional[str]) -> Optional[Tuple[int, ...]]:
+    """The items of a tuple that are float64 (``FLOAT64_ITEMS``); None for any other fact."""
+    if fact is not None and fact.startswith(FLOAT64_ITEMS):
+        return tuple(int(p) for p in fact[len(FLOAT64_ITEMS):].split(","))
+    return None
+
+
 def host_read(how: str, positions: Tuple[int, ...]) -> str:
     """``how`` (HOST_READ or HOST_COPY) of the arguments at ``positions``."""
     return how + ",".join(map(str, sorted(set(positions))))

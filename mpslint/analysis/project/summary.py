@@ -291,6 +291,31 @@ class _Summarizer:
     def returns(self, key: str) -> Optional[str]:
         return self._memoized(("returns", key), lambda: self._returns(key))
 
+    def attribute(self, owner: str, name: str) -> Optional[str]:
+        """What ``self.<name>`` holds in the methods of class ``owner``: what its methods assign it, when they
+        agree (``self.x = np.random.randn(n, 3)`` in ``__init__``: float64)."""
+        return self._memoized(("attribute", f"{owner}.{name}"), lambda: self._attribute(owner, name))
+
+    def _attribute(self, owner: str, name: str) -> Optional[str]:
+        result: Optional[str] = None
+        seen = False
+        for key, function in self.functions.items():
+            if not key.startswith(owner + ".") or not self.methods.get(key):
+                continue
+            values = [node.value for node in ast.walk(function) if type(node) in (ast.Assign, ast.AnnAssign)
+                      and node.value is not None and any(_is_self_attribute(t, name) for t in _targets(node))]
+            if not values:
+                continue
+            _, evaluator, close, _ = self._scope(key)
+            try:
+                for value in values:
+                    fact = evaluator.fact(value)
+                    result = fact if not seen else facts.join(result, fact)
+                    seen = True
+            finally:
+                close()
+        return result
+
     def _returns(self, key: str) -> Optional[str]:
         returned, evaluator, close, _ = self._scope(key)
         try:
@@ -423,7 +448,8 @@ class _Summarizer:
                 return facts.DEVICE_TENSOR
             return None
 
-        evaluator = Evaluator(self.table.bindings, lookup, call_fact)
+        attribute = (lambda name: self.attribute(owner, name)) if owner is not None else None  # type: ignore[arg-type]
+        evaluator = Evaluator(self.table.bindings, lookup, call_fact, attribute)
 
         def close() -> None:
             # The closures and the evaluator refer to one another (and call_fact to itself).
@@ -493,6 +519,15 @@ class _Summarizer:
             self.busy.discard(key)
         self.memo[key] = result
         return result
+
+
+def _targets(node: ast.AST) -> List[ast.AST]:
+    return node.targets if type(node) is ast.Assign else [node.target]  # type: ignore[attr-defined]
+
+
+def _is_self_attribute(target: ast.AST, name: str) -> bool:
+    return type(target) is ast.Attribute and target.attr == name and type(target.value) is ast.Name \
+        and target.value.id == "self"  # type: ignore[attr-defined]
 
 
 def _collect(body: List[ast.stmt], local: Dict[str, List[Optional[ast.AST]]], spots: Dict[str, List[Tuple[int, int]]],

@@ -175,6 +175,26 @@ class ProjectView:
     def method(self, owner: str, name: str) -> Optional[str]:
         return self.summary.functions.get(f"{owner}.{name}")
 
+    def class_method(self, cls: str, method: str) -> Optional[str]:
+        """The return fact of ``method`` of class ``cls`` (``Points`` or ``data.Points``): a class of this file,
+        one it imports from a project module, or one of a project module it imports by name."""
+        key = f"{cls.rsplit('.', 1)[-1]}.{method}"
+        if "." not in cls:
+            fact = self.summary.functions.get(key)
+            if fact is not None or cls not in self.header.imports:
+                return fact
+            entry = self.header.imports[cls]
+            if entry[0] != "from":
+                return None
+            dotted = absolute(self.here.dotted, self.here.is_package, entry[1], entry[2])
+            target = self.lookup.module(dotted, self.here.roots) if dotted else None
+            key = f"{entry[3]}.{method}"
+        else:
+            owner, _ = cls.rsplit(".", 1)
+            resolved = self.imported(owner) if "." not in owner else None
+            target = resolved[1] if resolved is not None and resolved[0] == "module" else None  # type: ignore[assignment]
+        return target.summary.functions.get(key) if target is not None else None  # type: ignore[union-attr]
+
     def module_function(self, module: str, name: str) -> Optional[str]:
         """``utils.reduce_mean`` where ``import utils`` (or ``from . import utils``) names a project module."""
         resolved = self.imported(module)
