@@ -742,6 +742,16 @@ def test_batches_of_a_dataset_whose_items_are_float64_arrays(tmp_path):
                 def __getitem__(self, i):
                     return self.x[i], self.y[i]
 
+            class Regression(Dataset):
+                def __init__(self, images, targets):
+                    self.images, self.targets = images, targets
+                def __getitem__(self, i):
+                    return self.images[i], float(self.targets[i])
+
+            class Classes(Dataset):
+                def __getitem__(self, i):
+                    return self.images[i], int(self.labels[i])
+
             class Tensors(Dataset):
                 def __init__(self, n):
                     self.x = np.random.randn(n, 3)
@@ -766,13 +776,19 @@ def test_batches_of_a_dataset_whose_items_are_float64_arrays(tmp_path):
                 x = x.to(device)
             for x, y in DataLoader(Points(100), batch_size=10, collate_fn=to_float32):
                 x = x.to(device)
+            for image, target in DataLoader(data.Regression(images, targets), batch_size=10):
+                image, target = image.to(device), target.to(device)
+            for image, label in DataLoader(data.Classes(), batch_size=10):
+                image, label = image.to(device), label.to(device)
             """,
     })
     path = tmp_path / "train.py"
     result = check_text(path.read_text(), str(path), Settings())
-    # Traps: a float32 cast in the dataset, an item made a float32 tensor, a collate function of its own.
+    # A Python float target collates into a float64 tensor too (torch's collate_float_fn).
+    # Traps: a float32 cast in the dataset, an item made a float32 tensor, a collate function of its own,
+    # images of unknown dtype, integer labels.
     assert [(d.location.row, d.location.column, d.code) for d in result.diagnostics] == [
-        (10, 12, "MPS303"), (10, 26, "MPS303"), (12, 16, "MPS303"), (14, 26, "MPS303")]
+        (10, 12, "MPS303"), (10, 26, "MPS303"), (12, 16, "MPS303"), (14, 26, "MPS303"), (20, 39, "MPS303")]
     assert result.depends[str(tmp_path / "data.py")] != model.ABSENT
 
 

@@ -99,9 +99,12 @@ class Evaluator:
             found = [self.fact(e, depth + 1) for e in expr.elts]  # type: ignore[attr-defined]
             if found and len(set(found)) == 1 and found[0] in (facts.DEVICE_TENSOR, facts.HOST_TENSOR):
                 return found[0]
-            if facts.FLOAT64 in found:
-                # `return self.x[i], self.y[i]` (a dataset's item): which parts are float64 arrays
-                return facts.float64_items(i for i, f in enumerate(found) if f == facts.FLOAT64)
+            # `return self.x[i], self.y[i]`, `return image, float(label)` (a dataset's item): the parts that a
+            # DataLoader's default collate makes float64 tensors (float64 arrays, and Python floats)
+            floats = [i for i, (e, f) in enumerate(zip(expr.elts, found))  # type: ignore[attr-defined]
+                      if f == facts.FLOAT64 or self._python_float(e)]
+            if floats:
+                return facts.float64_items(floats)
             if not found or not all(facts.argument_position(f) is not None for f in found):
                 return None  # a host tensor beside a device one: where a part is depends on which part
             result = found[0]
@@ -213,6 +216,13 @@ class Evaluator:
                 or facts.host_read_of(base) is not None:
             return base  # x.mean(), x.clone(), x.detach(): where x is
         return None
+
+    def _python_float(self, expr: ast.AST) -> bool:
+        """``0.5`` or ``float(x)``: a Python float."""
+        if type(expr) is ast.Constant:
+            return type(expr.value) is float  # type: ignore[attr-defined]
+        return type(expr) is ast.Call and type(expr.func) is ast.Name and expr.func.id == "float" \
+            and self.qualify(expr.func) is None  # type: ignore[attr-defined]
 
     def _read(self, how: str, value: ast.AST, depth: int, tensor: bool = False) -> Optional[str]:
         """``value.item()``, ``value.cpu()``, ``float(value)``, ``np.asarray(value)``: a host value, read from

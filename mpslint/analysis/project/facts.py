@@ -59,7 +59,8 @@ def combined(a: Optional[str], b: Optional[str]) -> Optional[str]:
     return None
 
 
-# "float64_items:0": a tuple whose items at these positions are float64 arrays (a dataset's item: features, label).
+# "float64_items:0": a tuple whose items at these positions a DataLoader's default collate makes float64 tensors
+# (float64 arrays, Python floats): a dataset's item, such as (features, label).
 FLOAT64_ITEMS = "float64_items:"
 
 
