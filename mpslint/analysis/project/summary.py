@@ -133,6 +133,7 @@ class _Summarizer:
         self.methods: Dict[str, bool] = {}  # the same keys: whether the first parameter is self/cls
         self.memo: Dict[Tuple[str, str], Optional[str]] = {}
         self.busy: Set[Tuple[str, str]] = set()
+        self.attributes: Dict[str, Dict[str, List[Tuple[str, ast.AST]]]] = {}  # class -> its self.<name> assignments
         self._read_top_level(module)
         self._read_aliases(module)
         summary = self.summary
@@ -294,27 +295,42 @@ class _Summarizer:
     def attribute(self, owner: str, name: str) -> Optional[str]:
         """What ``self.<name>`` holds in the methods of class ``owner``: what its methods assign it, when they
         agree (``self.x = np.random.randn(n, 3)`` in ``__init__``: float64)."""
-        return self._memoized(("attribute", f"{owner}.{name}"), lambda: self._attribute(owner, name))
+        found = self._memoized(("attributes", owner), lambda: self._attribute_facts(owner))
+        return found.get(name) if found else None  # type: ignore[union-attr]
 
-    def _attribute(self, owner: str, name: str) -> Optional[str]:
-        result: Optional[str] = None
-        seen = False
-        for key, function in self.functions.items():
-            if not key.startswith(owner + ".") or not self.methods.get(key):
-                continue
-            values = [node.value for node in ast.walk(function) if type(node) in (ast.Assign, ast.AnnAssign)
-                      and node.value is not None and any(_is_self_attribute(t, name) for t in _targets(node))]
-            if not values:
-                continue
+    def _attribute_facts(self, owner: str):
+        """Every ``self.<name>``'s fact, each method's assignments read in one pass over it (an attribute read
+        while they are being computed, ``self.y = self.x * 2``, is not known)."""
+        by_method: Dict[str, List[Tuple[str, ast.AST]]] = {}
+        for name, rows in self._self_assignments(owner).items():
+            for key, value in rows:
+                by_method.setdefault(key, []).append((name, value))
+        result: Dict[str, Optional[str]] = {}
+        for key, rows in by_method.items():
             _, evaluator, close, _ = self._scope(key)
             try:
-                for value in values:
+                for name, value in rows:
                     fact = evaluator.fact(value)
-                    result = fact if not seen else facts.join(result, fact)
-                    seen = True
+                    result[name] = facts.join(result[name], fact) if name in result else fact
             finally:
                 close()
         return result
+
+    def _self_assignments(self, owner: str) -> Dict[str, List[Tuple[str, ast.AST]]]:
+        """``self.<name> = value`` in the methods of class ``owner``: name -> (method, value), read once per class."""
+        found = self.attributes.get(owner)
+        if found is None:
+            found = self.attributes[owner] = {}
+            for key, function in self.functions.items():
+                if not key.startswith(owner + ".") or not self.methods.get(key):
+                    continue
+                for node in ast.walk(function):
+                    if type(node) in (ast.Assign, ast.AnnAssign) and node.value is not None:  # type: ignore[attr-defined]
+                        for target in _targets(node):
+                            if type(target) is ast.Attribute and type(target.value) is ast.Name \
+                                    and target.value.id == "self":  # type: ignore[attr-defined]
+                                found.setdefault(target.attr, []).append((key, node.value))  # type: ignore[attr-defined]
+        return found
 
     def _returns(self, key: str) -> Optional[str]:
         returned, evaluator, close, _ = self._scope(key)
@@ -523,11 +539,6 @@ class _Summarizer:
 
 def _targets(node: ast.AST) -> List[ast.AST]:
     return node.targets if type(node) is ast.Assign else [node.target]  # type: ignore[attr-defined]
-
-
-def _is_self_attribute(target: ast.AST, name: str) -> bool:
-    return type(target) is ast.Attribute and target.attr == name and type(target.value) is ast.Name \
-        and target.value.id == "self"  # type: ignore[attr-defined]
 
 
 def _collect(body: List[ast.stmt], local: Dict[str, List[Optional[ast.AST]]], spots: Dict[str, List[Tuple[int, int]]],
