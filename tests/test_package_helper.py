@@ -73,6 +73,14 @@ def test_a_script_next_to_a_module_with_a_helper_of_its_own_name(tmp_path):
     assert out == "import torch\nimport helpers\n\nDEVICE = helpers.get_device()\n\nx = torch.ones(1).to(DEVICE)\n"
 
 
+def test_a_module_imported_under_another_name_is_called_by_that_name(tmp_path):
+    (tmp_path / "helpers.py").write_text(HELPER, encoding="utf-8")
+    path = tmp_path / "train.py"
+    path.write_text("import torch\nimport helpers as h\n\nx = torch.ones(1).cuda()\n", encoding="utf-8")
+    out = _fix(path)
+    assert "DEVICE = h.pick_device()" in out and "def pick_device" not in out and "from helpers" not in out
+
+
 def test_a_module_imported_after_the_code_is_imported_from_where_the_helper_goes(tmp_path):
     (tmp_path / "helpers.py").write_text(HELPER, encoding="utf-8")
     path = tmp_path / "train.py"

@@ -121,8 +121,9 @@ def _imported_modules(module: ast.Module, path: Path) -> List[Tuple[str, List[Pa
                 found.append((stmt.module, _files(here, parts) + _files(root, parts), None, stmt.end_lineno))
         elif type(stmt) is ast.Import:
             for alias in stmt.names:
-                if alias.asname is None and "." not in alias.name:
-                    found.append((alias.name, _files(here, [alias.name]), alias.name, stmt.end_lineno))
+                if "." not in alias.name:  # `import seq2seq_models as sm`: `sm.pick_device()`
+                    found.append((alias.name, _files(here, [alias.name]), alias.asname or alias.name,
+                                  stmt.end_lineno))
     return [(name, [p for p in files if p != path], bound, line) for name, files, bound, line in found if files]
 
 
