@@ -162,9 +162,7 @@ def entry_points(units: Sequence[Unit]) -> List[EntryPoint]:
         modules[path] = _Module(unit.display, path, text, unit.remaining, unit.chooses)
         order.append(modules[path])
     main = [m for m in order if is_entry_point(m.display, m.text)]
-    # a script lives outside the packages (a module of one that runs code at import is a library's set-up)
-    scripts = [m for m in order if not m.display.endswith(".ipynb") and m not in main and not _in_package(m.path)
-               and is_script(m.display, m.text)]
+    scripts = [m for m in order if not m.display.endswith(".ipynb") and m not in main and is_script(m.display, m.text)]
     roots = _package_roots(order)
     # the modules that may be imported by another file of the run: scripts, and package modules with __main__
     wanted = scripts + [m for m in main if not m.display.endswith(".ipynb") and _in_package(m.path)]

@@ -249,6 +249,16 @@ def test_a_script_imported_by_another_file_of_the_run_is_no_entry_point(tmp_path
     assert [line.split(":")[0] for line in _lines(tmp_path, files)[1:]] == ["  train.py"]
 
 
+def test_a_script_inside_its_package_is_an_entry_point(tmp_path, monkeypatch):
+    # pygcn/train.py: `python pygcn/train.py` runs its top level, and no module of the package imports it
+    enter(tmp_path, monkeypatch)
+    files = {"gcn/__init__.py": "from .layers import layer\n", "gcn/layers.py": "def layer(x):\n    return x\n",
+             "gcn/train.py": "import torch\n\nfrom gcn.layers import layer\n\nfor _ in range(2):\n"
+                             "    print(layer(torch.ones(1).cuda()))\n"}
+    lines = _lines(tmp_path, files)
+    assert lines[0].startswith("Entry points: 0 of 1") and lines[1].startswith("  gcn/train.py: blocked by MPS101")
+
+
 def test_an_example_reaches_the_blockers_of_the_package_the_run_checks(tmp_path, monkeypatch):
     # examples/demo.py imports `solver`, a package of the project (found from the repository root once installed,
     # not from examples/): its blockers are the example's blockers
