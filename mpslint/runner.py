@@ -22,6 +22,11 @@ this process, so pre-commit's handful of staged files never pays for
 workers. Results come back in task order, so output never depends on
 scheduling. A pool that breaks (a worker killed by the OOM killer, say) is
 not fatal: the remaining files run in this process.
+
+A fix run over several files runs in waves (``fix_order.py``): a module is
+fixed before the run's files that import it, so they can reuse the device
+helper it gets. ``--diff`` writes nothing, so each wave's tasks carry the
+fixed texts of the earlier waves' modules that may define one.
 """
 
 from __future__ import annotations
@@ -109,6 +114,10 @@ def run(
                 if mode.diff and result.diff is not None and result.text is not None and _may_define_helper(
                         tasks[i].path, result.text):
                     fixed_texts[tasks[i].path] = result.text
+    if fixed_texts:
+        from mpslint.analysis.package_helper import use_fixed_sources
+
+        use_fixed_sources({})  # a later check in this process reads the files as they are
     if cache is not None:
         cache.save_index()
     return results  # type: ignore[return-value]
