@@ -52,6 +52,10 @@ _TOP_LEVEL_RUN = re.compile(r"^(?:for|while|async\s+for)\b|^[A-Za-z_][\w.]*\(", 
 # What library modules call at their top level too: path, warnings, logging and environment set-up.
 _SET_UP = frozenset({"sys", "os", "warnings", "logging", "logger", "log", "_logger", "torch", "np", "numpy",
                      "random", "matplotlib", "plt", "mpl", "__all__", "setattr", "register", "atexit"})
+# Modules whose `__main__` block is the program a package ships, even where the package imports them.
+_PROGRAM_NAMES = frozenset({"train", "test", "main", "run", "eval", "evaluate", "inference", "infer", "demo",
+                            "predict", "finetune", "launch", "app", "cli", "sample", "generate", "__main__"})
+_READS_ARGUMENTS = re.compile(r"\bsys\.argv\b|\bargparse\b|\bparse_args\(|\bmain\(|\bcli\(|\bfire\.Fire\(")
 MAX_MODULES = 2000  # imported project modules followed from one entry point (a bound for huge monorepos)
 MAX_KEPT = 20  # blockers kept per entry point (an entry point importing a whole library could list thousands)
 
@@ -167,7 +171,7 @@ def entry_points(units: Sequence[Unit]) -> List[EntryPoint]:
     # the modules that may be imported by another file of the run: scripts, and package modules with __main__
     wanted = scripts + [m for m in main if not m.display.endswith(".ipynb") and _in_package(m.path)]
     imported = _imported_by_run(order, wanted, roots) if wanted else set()
-    chosen = {id(m) for m in main + scripts if m.path not in imported}
+    chosen = {id(m) for m in main + scripts if m.path not in imported or (m in main and _a_program(m))}
     return [_status(module, modules, roots) for module in order if id(module) in chosen]
 
 
@@ -196,6 +200,16 @@ def _imported_by_run(order: Sequence["_Module"], wanted: Sequence["_Module"], ro
             continue
         found.update(path for path, _ in _imports_of(module, False, roots) if path in paths and path != module.path)
     return found
+
+
+def _a_program(module: "_Module") -> bool:
+    """A package module's ``__main__`` block that runs the program, not a self-test: the module is named like
+    one (``basicsr/train.py``, which the package star-imports) or its block reads the command line."""
+    stem = os.path.splitext(os.path.basename(module.path))[0]
+    if stem in _PROGRAM_NAMES:
+        return True
+    match = _MAIN.search(module.text or "")
+    return match is not None and bool(_READS_ARGUMENTS.search(module.text[match.end():]))  # type: ignore[index]
 
 
 def _in_package(path: str) -> bool:

@@ -223,13 +223,18 @@ SCRIPT = ("import torch\n\nfrom models.net import net\nfrom helpers import pick_
 def test_a_package_module_with_a_self_test_that_the_run_imports_is_no_entry_point(tmp_path, monkeypatch):
     enter(tmp_path, monkeypatch)
     files = {"models/__init__.py": "", "models/net.py": SELF_TEST, "models/zoo.py": SELF_TEST,
-             "models/all.py": "from models import zoo\nfrom .net import net\n",
+             "models/all.py": "from models import zoo\nfrom .net import net\nfrom .train import *\nfrom .tool import *\n",
+             # imported by the package too, but programs: named like one, or reading the command line
+             "models/train.py": "def run():\n    pass\n\n\nif __name__ == '__main__':\n    run()\n",
+             "models/tool.py": "import sys\n\n\ndef go(a):\n    pass\n\n\nif __name__ == '__main__':\n    go(sys.argv)\n",
              "models/solo.py": SELF_TEST,  # a self-test nobody in the run imports: still an entry point
              "helpers.py": DEVICE_MODULE, "train.py": SCRIPT}
     lines = _lines(tmp_path, files)
     assert lines == [
-        "Entry points: 1 of 2 can reach MPS (static; `mpslint verify --simulate` runs one).",
+        "Entry points: 1 of 4 can reach MPS (static; `mpslint verify --simulate` runs one).",
         "  models/solo.py: no blocker left; neither it nor a module it imports chooses a device",
+        "  models/tool.py: no blocker left; neither it nor a module it imports chooses a device",
+        "  models/train.py: no blocker left; neither it nor a module it imports chooses a device",
         "  train.py: can reach MPS"]  # a script with no __main__ block: its loop runs when it runs
 
 
