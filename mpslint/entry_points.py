@@ -1,4 +1,8 @@
-"""Per entry point (a script with ``if __name__ == "__main__":``, a notebook): can it reach MPS, or what blocks it.
+"""Per entry point (a script, a notebook): can it reach MPS, or what blocks it.
+
+Entry points are notebooks, files with ``if __name__ == "__main__":`` and scripts that run at
+their top level (``entry_points`` says which are left out: a package module's self-test that
+the run imports, a script that another file imports).
 
 Static, from the findings a run leaves and the project's imports. An entry point is
 blocked by a blocking finding (``mpslint.blocking``) left in its own file or in any
@@ -9,7 +13,9 @@ reach MPS when it chooses a device that can be MPS (the device picker, an MPS or
 accelerator test) or follows its tensors' devices (``x.device``), or when it imports
 a device (or a model placed on one) from a project module that chooses one: a script
 that takes ``DEVICE`` (or ``get_device()``) from ``utils.py`` runs where ``utils.py``
-puts it. Which imported names are devices is the project model's answer
+puts it, and one that uses a class or function of a module that binds its device when
+imported (``TD3.TD3(...)``) runs there too. ``nn.DataParallel`` blocks nothing
+(``blocking.blocks_finding``): with no CUDA device it calls the model where it is. Which imported names are devices is the project model's answer
 (``facts.DEVICE``/``DEVICE_TENSOR`` in the module's summary); a module that only mentions MPS gives its importers no device. Otherwise it
 chooses no device. ``mpslint verify --simulate`` is the proof.
 
@@ -28,7 +34,7 @@ from dataclasses import dataclass
 from collections import deque
 from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
-from mpslint.blocking import blocks
+from mpslint.blocking import blocks_finding
 from mpslint.diagnostic import Diagnostic
 from mpslint.writing import read_file
 
@@ -41,14 +47,48 @@ _FOLLOWS_DEVICE = re.compile(r"\.device\b")
 NO_CHOICE, FOLLOWS, CHOOSES = 0, 1, 2
 # `from utils.device import DEVICE` names a module, not a device: the module it names is followed instead.
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from|import)[ \t][^\n]*", re.MULTILINE)
+# A statement at column 0 that may run code when the file runs: a loop or a call (`main()`, `train(model)`).
+_TOP_LEVEL_RUN = re.compile(r"^(?:for|while|async\s+for)\b|^[A-Za-z_][\w.]*\(", re.MULTILINE)
+# What library modules call at their top level too: path, warnings, logging and environment set-up.
+_SET_UP = frozenset({"sys", "os", "warnings", "logging", "logger", "log", "_logger", "torch", "np", "numpy",
+                     "random", "matplotlib", "plt", "mpl", "__all__", "setattr", "register", "atexit"})
+# Modules whose `__main__` block is the program a package ships, even where the package imports them.
+_PROGRAM_NAMES = frozenset({"train", "test", "main", "run", "eval", "evaluate", "inference", "infer", "demo",
+                            "predict", "finetune", "launch", "app", "cli", "sample", "generate", "__main__"})
+_READS_ARGUMENTS = re.compile(r"\bsys\.argv\b|\bargparse\b|\bparse_args\(|\bmain\(|\bcli\(|\bfire\.Fire\(")
 MAX_MODULES = 2000  # imported project modules followed from one entry point (a bound for huge monorepos)
 MAX_KEPT = 20  # blockers kept per entry point (an entry point importing a whole library could list thousands)
 
 
 def is_entry_point(display: str, text: Optional[str]) -> bool:
+    """A notebook, or a file with a top-level ``if __name__ == "__main__":`` block."""
     if display.endswith(".ipynb"):
         return True
     return text is not None and "__main__" in text and bool(_MAIN.search(text))
+
+
+def is_script(display: str, text: Optional[str]) -> bool:
+    """A file with no ``__main__`` block that runs at its top level: a loop, or a call other than set-up."""
+    if text is None or not display.endswith(".py") or not _TOP_LEVEL_RUN.search(text):
+        return False
+    try:
+        module = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    for stmt in module.body:
+        if type(stmt) in (ast.For, ast.While, ast.AsyncFor):
+            return True
+        if type(stmt) is ast.Expr and type(stmt.value) is ast.Call:
+            root = _call_root(stmt.value.func)
+            if root and root not in _SET_UP and not root.startswith("_"):  # `_sym_db.Register(...)`: generated
+                return True
+    return False
+
+
+def _call_root(func: ast.AST) -> str:
+    while type(func) is ast.Attribute:
+        func = func.value  # type: ignore[attr-defined]
+    return func.id if type(func) is ast.Name else ""  # type: ignore[attr-defined]
 
 
 def device_choice(text: Optional[str]) -> int:
@@ -110,7 +150,14 @@ class _Module:
 
 
 def entry_points(units: Sequence[Unit]) -> List[EntryPoint]:
-    """Every entry point among ``units``, in the order given."""
+    """Every entry point among ``units``, in the order given.
+
+    An entry point is a notebook; a file with a ``__main__`` block, unless it is a module of a package that
+    another file of the run imports (its ``__main__`` block is a self-test: ``models/resnet.py``); or a script
+    that runs at its top level (``is_script``) and that no file of the run imports.
+    The run's packages count as installed: ``examples/demo.py`` importing ``torchdiffeq`` reaches the
+    ``torchdiffeq/`` package the run checks, as it does once the project is installed.
+    """
     modules: Dict[str, _Module] = {}
     order = []
     for unit in units:
@@ -118,7 +165,66 @@ def entry_points(units: Sequence[Unit]) -> List[EntryPoint]:
         text = unit.text if unit.text is not None else _read(path)
         modules[path] = _Module(unit.display, path, text, unit.remaining, unit.chooses)
         order.append(modules[path])
-    return [_status(module, modules) for module in order if is_entry_point(module.display, module.text)]
+    main = [m for m in order if is_entry_point(m.display, m.text)]
+    scripts = [m for m in order if not m.display.endswith(".ipynb") and m not in main and is_script(m.display, m.text)]
+    roots = _package_roots(order)
+    # the modules that may be imported by another file of the run: scripts, and package modules with __main__
+    wanted = scripts + [m for m in main if not m.display.endswith(".ipynb") and _in_package(m.path)]
+    imported = _imported_by_run(order, wanted, roots) if wanted else set()
+    chosen = {id(m) for m in main + scripts if m.path not in imported or (m in main and _a_program(m))}
+    return [_status(module, modules, roots) for module in order if id(module) in chosen]
+
+
+def _imported_by_run(order: Sequence["_Module"], wanted: Sequence["_Module"], roots: Tuple[str, ...]) -> set:
+    """The files of ``wanted`` that another Python file of the run imports at its top level.
+
+    Only files with an import line that may name one of them are resolved: its dotted name, or a relative
+    import with its name (a run over a large tree resolves the imports of a few files, not of every one)."""
+    from mpslint.analysis.project import layout
+
+    dotted = {layout.locate(m.path)[1] for m in wanted}
+    names = {name.rsplit(".", 1)[-1] for name in dotted}
+    absolute = re.compile(r"(?<![\w.])(?:%s)(?![\w])" % "|".join(re.escape(n) for n in sorted(dotted)))
+    relative = re.compile(r"^\s*from\s+\..*\b(?:%s)\b" % "|".join(re.escape(n) for n in sorted(names)))
+    parents = [name.rsplit(".", 1) for name in sorted(dotted) if "." in name]  # `from models import net`
+    if parents:
+        relative = re.compile(relative.pattern + "|" + "|".join(
+            r"^\s*from\s+%s\s+import\b.*\b%s\b" % (re.escape(a), re.escape(b)) for a, b in parents))
+    paths = {m.path for m in wanted}
+    found = set()
+    for module in order:
+        if not module.display.endswith(".py") or module.text is None:
+            continue
+        lines = _IMPORT_LINE.findall(module.text)
+        if not any(absolute.search(line) or relative.search(line) for line in lines):
+            continue
+        found.update(path for path, _ in _imports_of(module, False, roots) if path in paths and path != module.path)
+    return found
+
+
+def _a_program(module: "_Module") -> bool:
+    """A package module's ``__main__`` block that runs the program, not a self-test: the module is named like
+    one (``basicsr/train.py``, which the package star-imports) or its block reads the command line."""
+    stem = os.path.splitext(os.path.basename(module.path))[0]
+    if stem in _PROGRAM_NAMES:
+        return True
+    match = _MAIN.search(module.text or "")
+    return match is not None and bool(_READS_ARGUMENTS.search(module.text[match.end():]))  # type: ignore[index]
+
+
+def _in_package(path: str) -> bool:
+    return os.path.isfile(os.path.join(os.path.dirname(path), "__init__.py"))
+
+
+def _package_roots(order: Sequence["_Module"]) -> Tuple[str, ...]:
+    """The folders holding the top-level packages of the run's files (where an installed project's are)."""
+    from mpslint.analysis.project import layout
+
+    roots: Dict[str, None] = {}
+    for module in order:
+        if module.display.endswith(".py") and _in_package(module.path):
+            roots[layout.locate(module.path)[0]] = None
+    return tuple(roots)
 
 
 REACHES = "can reach MPS"
@@ -144,15 +250,15 @@ def _where(blocker: Blocker, entry: str) -> str:
     return f"{blocker.code} ({blocker.where(entry)}: {message}{imported})"
 
 
-def _status(entry: _Module, modules: Dict[str, _Module]) -> EntryPoint:
+def _status(entry: _Module, modules: Dict[str, _Module], roots: Tuple[str, ...] = ()) -> EntryPoint:
     blockers: List[Blocker] = [_blocker(d, entry.display) for d in _sorted_blockers(entry.remaining)]
     device_from: Optional[str] = None
     own = _choice(entry) != NO_CHOICE
-    for module, imported_at in _imported(entry, modules):
+    for module, imported_at in _imported(entry, modules, roots):
         if module.checked:
             blockers.extend(_blocker(d, module.display, imported_at) for d in _sorted_blockers(module.remaining))
     if not own:
-        for path in _device_sources(entry):
+        for path in _device_sources(entry, roots):
             module = modules.get(path) or modules.setdefault(path, _Module(_shown(path), path, _read(path), checked=False))
             if _choice(module) == CHOOSES:
                 device_from = module.display
@@ -162,14 +268,14 @@ def _status(entry: _Module, modules: Dict[str, _Module]) -> EntryPoint:
                       len(blockers))
 
 
-def _imported(entry: _Module, modules: Dict[str, _Module]) -> List[Tuple[_Module, str]]:
+def _imported(entry: _Module, modules: Dict[str, _Module], roots: Tuple[str, ...]) -> List[Tuple[_Module, str]]:
     """The project modules ``entry`` imports, nearest first, each with where ``entry`` starts the chain to it."""
     seen = {entry.path}
     order: List[Tuple[_Module, str]] = []
     queue: Deque[Tuple[_Module, Optional[str]]] = deque([(entry, None)])
     while queue and len(order) < MAX_MODULES:
         module, first = queue.popleft()
-        for path, where in _imports_of(module, entry=first is None):
+        for path, where in _imports_of(module, first is None, roots):
             if path in seen:
                 continue
             seen.add(path)
@@ -182,7 +288,7 @@ def _imported(entry: _Module, modules: Dict[str, _Module]) -> List[Tuple[_Module
     return order
 
 
-def _device_sources(entry: _Module) -> List[str]:
+def _device_sources(entry: _Module, run_roots: Tuple[str, ...] = ()) -> List[str]:
     """The project modules that define a device, or something placed on one, that the entry point imports by name.
 
     ``from pkg.dev import DEVICE``, ``from utils import get_device``, ``import utils`` then ``utils.DEVICE``,
@@ -198,6 +304,7 @@ def _device_sources(entry: _Module) -> List[str]:
     if entry.text is None or not os.path.isfile(entry.path):
         return []
     dotted, is_package, roots = roots_of(entry.path)
+    roots = _with(roots, run_roots)
     wanted: List[Tuple[str, str]] = []  # (module, name)
     aliases: Dict[str, str] = {}  # local name -> the module it is bound to
     trees = [tree for _, tree in _python_parts(entry.display, entry.text)]
@@ -230,6 +337,10 @@ def _device_sources(entry: _Module) -> List[str]:
             if {summary.values.get(name), summary.functions.get(name)} & {DEVICE, DEVICE_TENSOR}:
                 found.append(_real(path))  # type: ignore[arg-type]
                 break
+            if _defines_code(summary, name) and DEVICE in summary.values.values():
+                # `TD3.TD3(...)` of a module that binds its device when imported: the class runs there
+                found.append(_real(path))  # type: ignore[arg-type]
+                break
             spec = summary.imports.get(name)
             if spec is None or spec[0] != "from":
                 break
@@ -238,7 +349,19 @@ def _device_sources(entry: _Module) -> List[str]:
     return list(dict.fromkeys(found))
 
 
-def _imports_of(module: _Module, entry: bool) -> List[Tuple[str, str]]:
+def _defines_code(summary, name: str) -> bool:
+    """``name`` is a function or a class with methods that the module itself defines."""
+    if name in summary.functions:
+        return True
+    prefix = name + "."
+    return any(key.startswith(prefix) for key in summary.functions)
+
+
+def _with(roots: Tuple[str, ...], more: Tuple[str, ...]) -> Tuple[str, ...]:
+    return roots + tuple(r for r in more if r not in roots)
+
+
+def _imports_of(module: _Module, entry: bool, run_roots: Tuple[str, ...] = ()) -> List[Tuple[str, str]]:
     """(file, where) of each project module ``module`` imports, with the packages above it.
 
     The entry point's own imports are read from its code, anywhere in it (a ``main()`` importing its trainer
@@ -254,6 +377,7 @@ def _imports_of(module: _Module, entry: bool) -> List[Tuple[str, str]]:
     if module.text is None or not os.path.isfile(module.path):
         return found
     dotted, is_package, roots = roots_of(module.path)
+    roots = _with(roots, run_roots)
     names: List[Tuple[str, str]] = []  # (absolute dotted name, where)
     if entry:
         for cell, tree in _python_parts(module.display, module.text):
@@ -323,7 +447,7 @@ def _choice(module: _Module) -> int:
 
 
 def _sorted_blockers(remaining: Sequence[Diagnostic]) -> List[Diagnostic]:
-    return sorted((d for d in remaining if blocks(d.code)), key=Diagnostic.sort_key)
+    return sorted((d for d in remaining if blocks_finding(d.code, d.message)), key=Diagnostic.sort_key)
 
 
 def _blocker(d: Diagnostic, module: str, imported_at: Optional[str] = None) -> Blocker:

@@ -22,6 +22,11 @@ this process, so pre-commit's handful of staged files never pays for
 workers. Results come back in task order, so output never depends on
 scheduling. A pool that breaks (a worker killed by the OOM killer, say) is
 not fatal: the remaining files run in this process.
+
+A fix run over several files runs in waves (``fix_order.py``): a module is
+fixed before the run's files that import it, so they can reuse the device
+helper it gets. ``--diff`` writes nothing, so each wave's tasks carry the
+fixed texts of the earlier waves' modules that may define one.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ class Task:
     display: str
     settings: int  # index into the run's settings table (sent to each worker once)
     missed: Optional[str] = None  # the cache key this run already looked up and missed
-
+    fixed: Tuple[Tuple[str, str], ...] = ()  # --diff: (path, text) of the files this run fixed before this one
 
 
 def usable_cpus() -> int:
@@ -60,6 +65,7 @@ def usable_cpus() -> int:
         except OSError:
             pass
     return os.cpu_count() or 1
+
 
 def run(
     files: Sequence[Tuple[str, str, Settings]],
@@ -103,22 +109,50 @@ def run(
             else:
                 read[i] = data
 
-    workers = min(jobs or usable_cpus(), len(pending))
-    todo = [tasks[i] for i in pending]
+    groups = [pending]
+    if mode.fixing and len(pending) > 1:
+        from mpslint.fix_order import waves
+
+        groups = [[pending[k] for k in wave] for wave in waves([tasks[i].path for i in pending])]
+    fixed_texts: Dict[str, str] = {}  # --diff: what the run's earlier waves would write (package_helper reads it)
     with _sigterm_unwinds(mode.fix):
-        if workers > 1 and len(todo) >= POOL_THRESHOLD:
-            done = _run_pool(todo, table, mode, cache_dir, workers)
-        else:
-            done = []
-        if len(done) < len(todo):  # no pool, or it broke: finish in this process
-            state = _State(table, mode, cache_dir, cache)
-            for i in pending[len(done):]:
-                done.append(state.process(tasks[i], read.pop(i, None)))
-    for i, result in zip(pending, done):
-        results[i] = result
+        for group in groups:
+            if fixed_texts:
+                group_tasks = {i: replace(tasks[i], fixed=tuple(fixed_texts.items())) for i in group}
+            else:
+                group_tasks = {i: tasks[i] for i in group}
+            for i, result in zip(group, _process(group, group_tasks, read, table, mode, cache_dir, cache, jobs)):
+                results[i] = result
+                if mode.diff and result.diff is not None and result.text is not None and _may_define_helper(
+                        tasks[i].path, result.text):
+                    fixed_texts[tasks[i].path] = result.text
+    if fixed_texts:
+        from mpslint.analysis.package_helper import use_fixed_sources
+
+        use_fixed_sources({})  # a later check in this process reads the files as they are
     if cache is not None:
         cache.save_index()
     return results  # type: ignore[return-value]
+
+
+def _may_define_helper(path: str, text: str) -> bool:
+    """Worth handing to the later waves: a module whose fixed text may define a device helper."""
+    return path.endswith(".py") and "def " in text and "device(" in text
+
+
+def _process(pending: List[int], tasks: Dict[int, Task], read: Dict[int, bytes], table: List[Settings], mode: Mode,
+             cache_dir: Optional[Path], cache, jobs: Optional[int]) -> List[FileResult]:
+    workers = min(jobs or usable_cpus(), len(pending))
+    todo = [tasks[i] for i in pending]
+    if workers > 1 and len(todo) >= POOL_THRESHOLD:
+        done = _run_pool(todo, table, mode, cache_dir, workers)
+    else:
+        done = []
+    if len(done) < len(todo):  # no pool, or it broke: finish in this process
+        state = _State(table, mode, cache_dir, cache)
+        for i in pending[len(done):]:
+            done.append(state.process(tasks[i], read.pop(i, None)))
+    return done
 
 
 def _look_up(task: Task, settings: Settings, cache):
@@ -210,6 +244,10 @@ class _State:
 
     def process(self, task: Task, data: Optional[bytes] = None) -> FileResult:
         settings = self.table[task.settings]
+        if self.mode.diff:
+            from mpslint.analysis.package_helper import use_fixed_sources
+
+            use_fixed_sources(dict(task.fixed))
         return process_file(task.path, task.display, settings, self.mode, cache=self.cache, data=data, missed=task.missed)
 
 

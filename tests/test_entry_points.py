@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from clitools import enter, run
 
+from mpslint.entry_points import is_script
 from mpslint.output.entry_points import entry_point_lines, is_entry_point
 
 TRAIN = """\
@@ -209,3 +211,86 @@ def test_a_notebook_is_blocked_by_a_module_its_cells_import(tmp_path, monkeypatc
                                ("explore.ipynb", None, [])])
     assert lines[1].startswith("  explore.ipynb: blocked by MPS108 (streams.py line 5: ")
     assert lines[1].endswith(", imported at cell 2 line 3)")
+
+
+# --- which files are entry points, and what the run's packages bring (the migration benchmark's cases) -------
+
+SELF_TEST = "import torch\n\n\ndef net():\n    return torch.nn.Linear(2, 2)\n\n\nif __name__ == '__main__':\n    print(net())\n"
+SCRIPT = ("import torch\n\nfrom models.net import net\nfrom helpers import pick_device\n\nmodel = net().to(pick_device())\n"
+          "for step in range(2):\n    model(torch.ones(1, 2, device=pick_device()))\n")
+
+
+def test_a_package_module_with_a_self_test_that_the_run_imports_is_no_entry_point(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    files = {"models/__init__.py": "", "models/net.py": SELF_TEST, "models/zoo.py": SELF_TEST,
+             "models/all.py": "from models import zoo\nfrom .net import net\nfrom .train import *\nfrom .tool import *\n",
+             # imported by the package too, but programs: named like one, or reading the command line
+             "models/train.py": "def run():\n    pass\n\n\nif __name__ == '__main__':\n    run()\n",
+             "models/tool.py": "import sys\n\n\ndef go(a):\n    pass\n\n\nif __name__ == '__main__':\n    go(sys.argv)\n",
+             "models/solo.py": SELF_TEST,  # a self-test nobody in the run imports: still an entry point
+             "helpers.py": DEVICE_MODULE, "train.py": SCRIPT}
+    lines = _lines(tmp_path, files)
+    assert lines == [
+        "Entry points: 1 of 4 can reach MPS (static; `mpslint verify --simulate` runs one).",
+        "  models/solo.py: no blocker left; neither it nor a module it imports chooses a device",
+        "  models/tool.py: no blocker left; neither it nor a module it imports chooses a device",
+        "  models/train.py: no blocker left; neither it nor a module it imports chooses a device",
+        "  train.py: can reach MPS"]  # a script with no __main__ block: its loop runs when it runs
+
+
+@pytest.mark.parametrize("text", [
+    "import sys\nimport warnings\n\nsys.path.insert(0, '.')\nwarnings.filterwarnings('ignore')\n\n\ndef f():\n    pass\n",
+    "import torch\n\ntorch.manual_seed(0)\nDEVICE = torch.device('cpu')\n",
+    "x = [i for i in range(3)]\n",
+])
+def test_set_up_at_the_top_level_does_not_make_a_script(text):
+    assert not is_script("lib.py", text)
+
+
+def test_a_script_imported_by_another_file_of_the_run_is_no_entry_point(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    files = {"helpers.py": DEVICE_MODULE, "setup_model.py": "from helpers import DEVICE\nprint(DEVICE)\n",
+             "train.py": "import setup_model\n\nif __name__ == '__main__':\n    print(setup_model.DEVICE)\n"}
+    assert [line.split(":")[0] for line in _lines(tmp_path, files)[1:]] == ["  train.py"]
+
+
+def test_a_script_inside_its_package_is_an_entry_point(tmp_path, monkeypatch):
+    # pygcn/train.py: `python pygcn/train.py` runs its top level, and no module of the package imports it
+    enter(tmp_path, monkeypatch)
+    files = {"gcn/__init__.py": "from .layers import layer\n", "gcn/layers.py": "def layer(x):\n    return x\n",
+             "gcn/train.py": "import torch\n\nfrom gcn.layers import layer\n\nfor _ in range(2):\n"
+                             "    print(layer(torch.ones(1).cuda()))\n"}
+    lines = _lines(tmp_path, files)
+    assert lines[0].startswith("Entry points: 0 of 1") and lines[1].startswith("  gcn/train.py: blocked by MPS101")
+
+
+def test_an_example_reaches_the_blockers_of_the_package_the_run_checks(tmp_path, monkeypatch):
+    # examples/demo.py imports `solver`, a package of the project (found from the repository root once installed,
+    # not from examples/): its blockers are the example's blockers
+    enter(tmp_path, monkeypatch)
+    files = {"solver/__init__.py": "from .core import side_stream\n", "solver/core.py": STREAMS,
+             "examples/demo.py": "import torch\nfrom solver import side_stream\n\nif __name__ == '__main__':\n"
+                                 "    print(side_stream(), torch.backends.mps.is_available())\n"}
+    lines = _lines(tmp_path, files)
+    assert lines[0].startswith("Entry points: 0 of 1 can reach MPS")
+    assert lines[1].startswith("  examples/demo.py: blocked by MPS108 (solver/core.py line 5: ")
+
+
+def test_data_parallel_does_not_block_a_model_placed_on_the_device(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    text = ("import torch\n\nfrom helpers import pick_device\n\nmodel = torch.nn.DataParallel(torch.nn.Linear(2, 2))\n"
+            "model.to(pick_device())\n\nif __name__ == '__main__':\n    print(model(torch.ones(1, 2, device=pick_device())))\n")
+    lines = _lines(tmp_path, {"helpers.py": DEVICE_MODULE, "train.py": text})
+    assert lines[1] == "  train.py: can reach MPS"
+
+
+def test_a_class_of_a_module_that_picks_its_device_when_imported_brings_that_device(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    agent = DEVICE_MODULE + "\n\nclass Agent:\n    def act(self, x):\n        return x.to(DEVICE)\n"
+    files = {"agent.py": agent, "run.py": "import torch\nimport agent\n\npolicy = agent.Agent()\nfor _ in range(2):\n"
+                                          "    policy.act(torch.ones(1))\n"}
+    assert _lines(tmp_path, files)[1] == "  run.py: can reach MPS (its device is chosen in agent.py)"
+    # a constant of such a module is no device of the script's
+    files = {"agent.py": agent + "\nSIZE = 3\n",
+             "run.py": "import torch\nfrom agent import SIZE\n\nfor _ in range(SIZE):\n    print(torch.ones(1))\n"}
+    assert _lines(tmp_path, files)[1].startswith("  run.py: no blocker left")

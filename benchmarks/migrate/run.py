@@ -3,7 +3,9 @@
 For each case the repository's files are exported from a git mirror (or cloned), twice: `before/` as published,
 `after/` after `mpslint --fix` on the case's files (and its driver, where the driver is written in the
 repository's own CUDA style; with `--unsafe-fixes` where the case says float64 needs it). Both run under `mpslint verify --simulate`. A case counts when before the fix the
-driver fails or never touches mps, and after it finishes with ops on mps. Prints one line per case and N of M.
+driver fails or never touches mps, and after it finishes with ops on mps. Prints one line per case and N of M,
+and next to each the static verdict the fix run gives the entry point the driver runs ("can reach MPS", or what
+blocks it) with whether it agrees with `verify --simulate` after the fix (N of M agree).
 
     python benchmarks/migrate/run.py [--mirrors DIR] [--work DIR] [--only NAME ...]
 
@@ -23,7 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import List, Optional
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -41,24 +43,29 @@ class Case:
     fix_driver: bool = False  # the driver is written in the repository's CUDA style: fixed with it
     unsafe: bool = False  # float64 on the device needs `--unsafe-fixes` (float32 instead)
     notes: str = ""
+    entry: str = ""  # the entry point the driver runs (runpy), whose static verdict is compared; "": the driver
+
+    @property
+    def entry_point(self) -> str:
+        return self.entry or self.driver
 
 
 CASES = [
     Case("tcn-adding", "locuslab/TCN",
          ["TCN/__init__.py", "TCN/tcn.py", "TCN/adding_problem/__init__.py", "TCN/adding_problem/add_test.py",
           "TCN/adding_problem/model.py", "TCN/adding_problem/utils.py"],
-         ["TCN"], "tcn_adding.py"),
+         ["TCN"], "tcn_adding.py", entry="TCN/adding_problem/add_test.py"),
     Case("tcn-copymem", "locuslab/TCN",
          ["TCN/__init__.py", "TCN/tcn.py", "TCN/copy_memory/__init__.py", "TCN/copy_memory/copymem_test.py",
           "TCN/copy_memory/model.py", "TCN/copy_memory/utils.py"],
-         ["TCN"], "tcn_copymem.py"),
+         ["TCN"], "tcn_copymem.py", entry="TCN/copy_memory/copymem_test.py"),
     Case("hunkim-seq2seq", "hunkim/PyTorchZeroToAll", ["seq2seq_models.py"], ["seq2seq_models.py"],
          "hunkim_seq2seq.py", fix_driver=True),
     Case("spro-masked-ce", "spro/practical-pytorch", ["seq2seq-translation/masked_cross_entropy.py"],
          ["masked_cross_entropy.py"], "spro_masked_ce.py", flatten="seq2seq-translation", fix_driver=True),
-    Case("pygcn", "tkipf/pygcn", ["pygcn/"], ["pygcn"], "pygcn_train.py", unsafe=True),
+    Case("pygcn", "tkipf/pygcn", ["pygcn/"], ["pygcn"], "pygcn_train.py", unsafe=True, entry="pygcn/train.py"),
     Case("pygat", "Diego999/pyGAT", ["layers.py", "models.py", "train.py", "utils.py"],
-         ["layers.py", "models.py", "train.py", "utils.py"], "pygat_train.py", unsafe=True),
+         ["layers.py", "models.py", "train.py", "utils.py"], "pygat_train.py", unsafe=True, entry="train.py"),
     Case("td3", "sfujim/TD3", ["TD3.py", "utils.py"], ["TD3.py", "utils.py"], "td3_train.py"),
     Case("wideresnet", "xternalz/WideResNet-pytorch", ["wideresnet.py"], ["wideresnet.py"], "wideresnet_train.py",
          fix_driver=True),
@@ -67,7 +74,7 @@ CASES = [
     Case("repdistiller", "HobbitLong/RepDistiller", ["helper/", "models/", "distiller_zoo/"],
          ["helper", "models", "distiller_zoo"], "repdistiller_train.py", fix_driver=True),
     Case("torchdiffeq-ode-demo", "rtqichen/torchdiffeq", ["torchdiffeq/", "examples/ode_demo.py"],
-         ["torchdiffeq", "examples"], "torchdiffeq_ode_demo.py"),
+         ["torchdiffeq", "examples"], "torchdiffeq_ode_demo.py", entry="examples/ode_demo.py"),
 ]
 
 
@@ -97,10 +104,16 @@ class Result:
     before: Outcome = field(default_factory=Outcome)
     after: Outcome = field(default_factory=Outcome)
     fix_summary: str = ""
+    static: str = ""  # what the fix run's summary says of the entry point the driver runs
 
     @property
     def counts(self) -> bool:
         return not self.before.reaches_mps and self.after.reaches_mps
+
+    @property
+    def agrees(self) -> bool:
+        """The static verdict ("can reach MPS", or a blocker) says what `verify --simulate` found after the fix."""
+        return self.static.startswith("can reach MPS") == self.after.reaches_mps
 
 
 def _git_dir(repo: str, mirrors: Optional[Path], work: Path) -> Path:
@@ -154,6 +167,20 @@ def _fix(case: Case, folder: Path) -> str:
     return " ".join(lines) if lines else (said[-1] if said else "")
 
 
+def _static(case: Case, folder: Path) -> str:
+    """The entry-point line of a `--diff` run over the fixed files and the driver (nothing left to fix there but
+    the driver, where it is not fixed with the repository: --diff writes nothing)."""
+    paths = list(case.fix) + ([] if case.driver in case.fix else [case.driver])
+    unsafe = ["--unsafe-fixes"] if case.unsafe else []
+    done = subprocess.run([sys.executable, "-m", "mpslint", "--diff", *unsafe, "--no-cache", "-j", "1", *paths],
+                          cwd=folder, capture_output=True, text=True, env=_env())
+    prefix = f"  {case.entry_point}: "
+    for line in done.stderr.splitlines():
+        if line.startswith(prefix):
+            return line[len(prefix):]
+    return "not listed as an entry point"
+
+
 def _verify(case: Case, exported: Path, timeout: int) -> Outcome:
     # In a copy: drivers write data and checkpoints next to themselves, and the exports stay as exported and
     # fixed for benchmarks/cuda_equivalence.
@@ -181,6 +208,7 @@ def run_case(case: Case, mirrors: Optional[Path], work: Path, timeout: int) -> R
     _export(case, git_dir, before)
     _export(case, git_dir, after)
     result.fix_summary = _fix(case, after)
+    result.static = _static(case, after)
     result.before = _verify(case, before, timeout)
     result.after = _verify(case, after, timeout)
     return result
@@ -205,9 +233,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         how = " --unsafe-fixes" if case.unsafe else ""
         print(f"{mark} {case.name} ({case.repo}){how} [{time.perf_counter() - started:.0f}s]\n"
               f"     before: {result.before.text()}\n     fix:    {result.fix_summary}\n"
-              f"     after:  {result.after.text()}", flush=True)
+              f"     after:  {result.after.text()}\n"
+              f"     static: {case.entry_point}: {result.static} [{'agrees' if result.agrees else 'DISAGREES'}]",
+              flush=True)
     counted = sum(1 for r in results if r.counts)
     print(f"\n{counted} of {len(results)} cases: before --fix failing or off mps, after --fix running on (simulated) mps")
+    agreeing = sum(1 for r in results if r.agrees)
+    print(f"{agreeing} of {len(results)} cases: the fix run's static entry-point verdict agrees with verify --simulate")
     return 0 if counted == len(results) else 1
 
 

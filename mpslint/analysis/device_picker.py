@@ -158,10 +158,11 @@ class DevicePicker:
                     self.hoisted_conflict = True
         if setting == "inline" and self.helper_def is None and not self.helper_bound:
             # A helper in a module of this package that the file already imports: import it, not a copy.
-            found = package_helper(ctx, DEFAULT_HELPER)
+            found = package_helper(ctx, DEFAULT_HELPER, self.anchor.end_lineno if self.anchor is not None else 0)
             if found is not None:
                 self.import_from, self.helper = found
-                self.helper_bound = ctx.imports.bindings.get(self.helper) is not None
+                # `utils.pick_device`: called through the module the file already imports, nothing to add.
+                self.helper_bound = self.import_from is None or ctx.imports.bindings.get(self.helper) is not None
         # scope -> name -> (statement index, prefers CUDA, holds a str), for every assignment of the name
         self.scopes: Dict[ast.AST, Dict[str, List[Tuple[int, bool, bool]]]] = {}
         self.params: Dict[ast.AST, Set[str]] = {}

@@ -191,7 +191,7 @@ def _verdict(report: Report) -> str:
 def entry_points_note(report: Report) -> str:
     rows = report.entry_points
     reached = sum(1 for r in rows if r.reaches)
-    return (f"{reached} of {plural(len(rows), 'entry point')} (scripts with `__main__`, notebooks) can reach MPS "
+    return (f"{reached} of {plural(len(rows), 'entry point')} (scripts, notebooks) can reach MPS "
             "after `mpslint --fix`: static, following the project's imports; `mpslint verify --simulate` runs one.")
 
 
