@@ -11,6 +11,10 @@ the fix run's entry-point summary both read this.
 
 from __future__ import annotations
 
+import re
+
+from mpslint.knowledge.cuda_api import QUIET_WITHOUT_CUDA
+
 BLOCKING_FAMILIES = frozenset({"MPS0", "MPS1", "MPS3", "MPS4", "MPS5"})
 # Rules whose code runs on a Mac although their family's mostly does not.
 NOT_BLOCKING = frozenset({
@@ -26,7 +30,17 @@ def blocks(code: str) -> bool:
 
 def blocks_finding(code: str, message: str) -> bool:
     """``blocks``, for one finding. ``nn.DataParallel`` (MPS108) runs on a Mac: with no CUDA device it calls
-    the model it wraps, where that model is; the model's own placement is what decides where it runs."""
+    the model it wraps, where that model is; the model's own placement is what decides where it runs. A
+    ``torch.cuda`` call that returns quietly without CUDA (MPS104: ``torch.cuda.manual_seed(0)``,
+    ``empty_cache()``) does nothing there, and the code goes on."""
     if code == "MPS108" and message.startswith("`nn.DataParallel`"):
         return False
+    if code == "MPS104":
+        called = _CUDA_CALL.match(message)
+        if called is not None and called.group(1) in QUIET_WITHOUT_CUDA:
+            return False
     return blocks(code)
+
+
+# How MPS104's message starts: "`torch.cuda.manual_seed()` only acts on CUDA" (also `cuda.X(...)`).
+_CUDA_CALL = re.compile(r"`(?:\w+\.)*cuda\.(\w+)\(")

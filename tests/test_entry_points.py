@@ -294,3 +294,14 @@ def test_a_class_of_a_module_that_picks_its_device_when_imported_brings_that_dev
     files = {"agent.py": agent + "\nSIZE = 3\n",
              "run.py": "import torch\nfrom agent import SIZE\n\nfor _ in range(SIZE):\n    print(torch.ones(1))\n"}
     assert _lines(tmp_path, files)[1].startswith("  run.py: no blocker left")
+
+
+def test_a_cuda_call_that_returns_quietly_without_cuda_does_not_block(tmp_path, monkeypatch):
+    enter(tmp_path, monkeypatch)
+    quiet = ("import torch\n\nfrom helpers import pick_device\n\ntorch.cuda.manual_seed(0)\ntorch.cuda.empty_cache()\n"
+             "model = torch.nn.Linear(2, 2).to(pick_device())\n\nif __name__ == '__main__':\n    print(model)\n")
+    # Trap: `torch.cuda.synchronize()` raises without CUDA ("Torch not compiled with CUDA enabled").
+    raising = quiet.replace("torch.cuda.empty_cache()", "torch.cuda.synchronize()")
+    lines = _lines(tmp_path, {"helpers.py": DEVICE_MODULE, "quiet.py": quiet, "raising.py": raising})
+    assert "  quiet.py: can reach MPS" in lines
+    assert any(line.startswith("  raising.py: blocked by MPS104") for line in lines), lines

@@ -148,6 +148,14 @@ RAISES_WITHOUT_CUDA = frozenset({
     "set_stream", "synchronize", "current_device", "get_rng_state", "mem_get_info", "set_device",
 })
 
+# torch.cuda functions that return quietly without CUDA (checked on a CPU-only torch 2.13: seeding is queued
+# until CUDA starts, the memory figures read 0): code that calls them still runs on a Mac.
+QUIET_WITHOUT_CUDA = frozenset({
+    "manual_seed", "manual_seed_all", "seed", "seed_all", "empty_cache", "device_count", "is_initialized",
+    "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats",
+    "memory_cached", "max_memory_cached",
+})
+
 # MPS107: legacy typed constructors and the dtype each creates.
 LEGACY_TENSOR_TYPES: Dict[str, str] = {
     "FloatTensor": "float32",
