@@ -65,9 +65,29 @@ def prepare(target: Path, migrate_work: Path) -> int:
         shutil.copytree(base / "before", target / case.name / "original")
         shutil.copytree(base / "after", target / case.name / "fixed")
         listed[case.name] = {"run": [case.driver], "from": case.repo}
+    packages = sorted({fixed.parent for fixed in (ROOT / "fixtures").rglob("*.fixed.py")
+                       if (fixed.parent / "__init__.py").is_file()})
+    for package in packages:
+        name = "fixture-" + str(package.relative_to(ROOT / "fixtures")).replace("/", "-")
+        modules = sorted(p for p in package.glob("*.py") if not p.name.endswith(".fixed.py"))
+        for side in ("original", "fixed"):
+            folder = target / name / side / package.name
+            folder.mkdir(parents=True)
+            for module in modules:
+                # The fixed side is what one fix run of the whole package writes (`X.py.together`), else what
+                # fixing the file alone writes (`X.fixed.py`), else the file unchanged.
+                together = module.with_name(module.name + ".together")
+                alone = module.with_name(module.stem + ".fixed.py")
+                source = module if side == "original" else together if together.is_file() else \
+                    alone if alone.is_file() else module
+                shutil.copyfile(source, folder / module.name)
+            calls = sorted((m.stem, f) for m in modules for f in _zero_argument_functions(m))  # the originals'
+            (target / name / side / "_drive.py").write_text(
+                _DRIVER.format(package=package.name, calls=calls), encoding="utf-8")
+        listed[name] = {"run": ["_drive.py"], "from": str(package.relative_to(ROOT))}
     for fixed in sorted((ROOT / "fixtures").rglob("*.fixed.py")):
         original = fixed.with_name(fixed.name[: -len(".fixed.py")] + ".py")
-        if not original.is_file():
+        if not original.is_file() or fixed.parent in packages:
             continue
         name = "fixture-" + str(original.relative_to(ROOT / "fixtures")).replace("/", "-")[: -len(".py")]
         for side, source in (("original", original), ("fixed", fixed)):
@@ -78,6 +98,31 @@ def prepare(target: Path, migrate_work: Path) -> int:
     (target / "cases.json").write_text(json.dumps(listed, indent=1, sort_keys=True), encoding="utf-8")
     print(f"{len(listed)} cases in {target}")
     return 0
+
+
+# A fixture package's modules import each other relatively: the driver imports the package's modules and calls
+# the functions of the originals that take no argument, printing what each returns or raises (seeded first).
+_DRIVER = """\
+import importlib
+import torch
+
+for module, name in {calls!r}:
+    function = getattr(importlib.import_module("{package}." + module), name)
+    torch.manual_seed(0)
+    try:
+        print(module, name, repr(function()))
+    except Exception as error:
+        print(module, name, "raised", type(error).__name__)
+"""
+
+
+def _zero_argument_functions(path: Path) -> List[str]:
+    """The original module's top-level functions callable without arguments (the fixed copy may add one)."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [node.name for node in tree.body if isinstance(node, ast.FunctionDef)
+            and len(node.args.posonlyargs) + len(node.args.args) == len(node.args.defaults)]
 
 
 def _run(folder: Path, command: List[str], timeout: int) -> Tuple[int, List[str], str]:
