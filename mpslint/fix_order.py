@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from mpslint.analysis.package_helper import MAX_BYTES, imported_files
+from mpslint.writing import read_file
 
 _VISITING = -1
 
@@ -69,10 +70,9 @@ def _cuda_module(path: str) -> Optional[ast.Module]:
     if not path.endswith(".py"):
         return None
     try:
-        file = Path(path)
-        if file.stat().st_size > MAX_BYTES:
+        data = read_file(path)  # a FIFO named like a module is not read: that would never end
+        if len(data) > MAX_BYTES:
             return None
-        data = file.read_bytes()
         if b"cuda" not in data:
             return None
         return ast.parse(data)

@@ -27,6 +27,7 @@ This is the per-package stand-in for the project model (#22): one function,
 from __future__ import annotations
 
 import ast
+import stat
 import re
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -137,8 +138,9 @@ def _parse(path: Path) -> Optional[ast.Module]:
         fixed = _FIXED.get(path)
         if fixed is not None:
             return ast.parse(fixed)
-        if path.stat().st_size > MAX_BYTES:
-            return None
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_BYTES:
+            return None  # a FIFO named like a module: reading it would never end
         return ast.parse(path.read_bytes())
     except (OSError, SyntaxError, ValueError):
         return None
