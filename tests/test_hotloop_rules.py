@@ -335,3 +335,32 @@ def test_values_an_unseen_helper_computed_from_a_device_dict_are_read_on_the_dev
     # 12: the sum of a reduced dict's tensors; 16: each of them; traps: a helper given only host
     # values from the loader (18), the loader's own unplaced targets (20)
     assert rows(REDUCED_LOSSES, "MPS201") == [12, 16]
+
+
+GAN_TRAINER = """\
+import torch
+
+
+class Trainer:
+    def __init__(self, D, G):
+        self.D, self.G = D, G
+
+    def check_cuda(self, cuda_flag=False):
+        if cuda_flag:
+            self.D.cuda(0)
+
+    def train(self, batches, d_optimizer):
+        for images in batches:
+            d_loss = self.D(images).mean()
+            d_loss.backward(torch.ones(()))
+            d_optimizer.step()
+            print(f"critic loss {d_loss}")
+            fake = self.G(images).mean()
+            print(f"generator output {fake}")
+"""
+
+
+def test_a_module_the_class_places_in_another_method_gives_device_outputs():
+    # `self.D` is placed in check_cuda (under a flag): its forward in train() gives device tensors.
+    # Trap: `self.G` is never placed, so what it returns is not known to be on the device.
+    assert rows(GAN_TRAINER, "MPS204") == [17]

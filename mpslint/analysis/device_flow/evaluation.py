@@ -448,6 +448,8 @@ class Evaluation:
             returned = self._returned(call, func)
             if returned is not None:
                 return returned
+            if self.is_placed_name(f"self.{method}", call):
+                return Kind.DEVICE  # `self.D(images)`: the forward of a module the class placed (`self.D.cuda()`)
         if method == "to":
             return self._eval_to(call, receiver)
         if method == "cuda":
