@@ -47,14 +47,23 @@ class _HotLoopRule(Rule):
         A helper of this file is not asked: the hot loops follow it, and its own read is reported where it is.
         """
         func = node.func
-        if type(func) is not ast.Name and not (type(func) is ast.Attribute and type(func.value) is ast.Name):  # type: ignore[attr-defined]
+        if type(func) is ast.Name:
+            name = func.id  # type: ignore[attr-defined]
+        elif type(func) is ast.Attribute and type(func.value) is ast.Name:  # type: ignore[attr-defined]
+            name = func.value.id  # type: ignore[attr-defined]
+        else:
             return None
-        loop = self.loop(node)
-        if loop is None or self.ctx.analysis(HotLoops).local_callees(node):
+        # Only a name imported from the project can be another module's helper: most calls (`torch.zeros`,
+        # `np.mean`, `print`) are ruled out without a question.
+        project = self.ctx.project
+        if project is None or not project.may_be_from_project(name):
             return None
         flow = self.flow
         read = facts.host_read_of(flow.returned_fact(node))
         if read is None or read[0] != how:
+            return None
+        loop = self.loop(node)
+        if loop is None or self.ctx.analysis(HotLoops).local_callees(node):
             return None
         values = [positional_at(node, position) for position in read[1]]
         return loop if any(v is not None and flow.is_device(v) for v in values) else None

@@ -324,7 +324,7 @@ class _Summarizer:
             for key, function in self.functions.items():
                 if not key.startswith(owner + ".") or not self.methods.get(key):
                     continue
-                for node in ast.walk(function):
+                for node in _body_nodes(function.body):  # type: ignore[attr-defined]
                     if type(node) in (ast.Assign, ast.AnnAssign) and node.value is not None:  # type: ignore[attr-defined]
                         for target in _targets(node):
                             if type(target) is ast.Attribute and type(target.value) is ast.Name \

@@ -80,6 +80,16 @@ class ProjectView:
         return self._here
 
     @property
+    def defined(self) -> FrozenSet[str]:
+        """The functions and classes the file defines at its top level."""
+        found = self.__dict__.get("_defined")
+        if found is None:
+            found = self.__dict__["_defined"] = frozenset(
+                s.name for s in self.module.body  # type: ignore[attr-defined]
+                if type(s) in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        return found
+
+    @property
     def bound(self) -> FrozenSet[str]:
         """Every name the file binds anywhere (assigned, a parameter, defined): a star import does not bind it."""
         if self._bound is None:
@@ -124,6 +134,15 @@ class ProjectView:
                 words.add(module)
         return " ".join(sorted(words))
 
+    def may_be_from_project(self, name: str) -> bool:
+        """``name`` may come from a module of the project: imported other than from a known library
+        (``torch``, ``numpy``), or bound by nothing but a star import."""
+        entry = self.header.imports.get(name)
+        if entry is None:
+            return bool(self.header.stars) and name not in self.header.names
+        module = entry[1] if entry[0] == "import" else entry[2]
+        return (entry[0] == "from" and bool(entry[1])) or module.split(".", 1)[0] not in LIBRARIES
+
     def imported(self, name: str) -> Optional[Resolved]:
         """What ``name``, bound in this file only by an import (a star import too), is."""
         found = self._imported.get(name, _UNSET)
@@ -157,6 +176,9 @@ class ProjectView:
 
     def function(self, name: str) -> Optional[str]:
         """The return fact of this file's top-level function ``name``, or of one it imports."""
+        if name in self.header.imports and name not in self.defined:
+            resolved = self.imported(name)  # the file's own summary (every function's facts) is not needed
+            return resolved[1] if resolved is not None and resolved[0] == "function" else None  # type: ignore[return-value]
         fact = self.summary.functions.get(name)
         if fact is not None:
             return fact
