@@ -58,12 +58,13 @@ class _HotLoopRule(Rule):
         project = self.ctx.project
         if project is None or not project.may_be_from_project(name):
             return None
+        # Then the loop: only a call made every step is worth reading another module for (and depending on it).
+        loop = self.loop(node)
+        if loop is None or self.ctx.analysis(HotLoops).local_callees(node):
+            return None
         flow = self.flow
         read = facts.host_read_of(flow.returned_fact(node))
         if read is None or read[0] != how:
-            return None
-        loop = self.loop(node)
-        if loop is None or self.ctx.analysis(HotLoops).local_callees(node):
             return None
         values = [positional_at(node, position) for position in read[1]]
         return loop if any(v is not None and flow.is_device(v) for v in values) else None
