@@ -178,10 +178,9 @@ class Float64ToDevice(Rule):
         if earlier:
             return earlier[-1]
         # `model = Net().to(torch.float64)`, then moved (not `Net().double().to(device)`: moved there already).
-        bindings = self.flow.visible(name.id, name)
-        if len(bindings) != 1 or bindings[0].how != "assign" or bindings[0].path or bindings[0].value is None:
+        value = self.flow.assigned_value(name)
+        if value is None:
             return False
-        value = bindings[0].value
         if method_name(value) == "cuda" or (method_name(value) == "to" and self.flow.to_target(value) is not None):  # type: ignore[arg-type]
             return False
         return self._from_numpy_float64(value)
@@ -308,9 +307,7 @@ class Float64ToDevice(Rule):
     def _assigned(self, expr: Optional[ast.AST]) -> Optional[ast.AST]:
         """What a name holds when one assignment binds it; ``expr`` itself otherwise."""
         if type(expr) is ast.Name:
-            bindings = self.flow.visible(expr.id, expr)  # type: ignore[attr-defined]
-            if len(bindings) == 1 and bindings[0].how == "assign" and not bindings[0].path:
-                return bindings[0].value
+            return self.flow.assigned_value(expr)
         return expr
 
     def _may_be_float64_array(self, array: ast.AST, depth: int = 0, *, python_floats: bool) -> bool:

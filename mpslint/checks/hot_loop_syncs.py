@@ -323,10 +323,8 @@ class TensorConditionInHotLoop(_HotLoopRule):
             method = method_name(index) or (self.ctx.qualify(index.func) or "").rsplit(".", 1)[-1]  # type: ignore[attr-defined]
             return method in BOOL_METHODS
         if cls is ast.Name:
-            bindings = flow.visible(index.id, index)  # type: ignore[attr-defined]
-            return len(bindings) == 1 and bindings[0].how == "assign" and not bindings[0].path and self._is_device_mask(
-                bindings[0].value, depth + 1  # type: ignore[arg-type]
-            )
+            value = flow.assigned_value(index)
+            return value is not None and self._is_device_mask(value, depth + 1)
         return False
 
     def _formatting(self, node: ast.AST) -> None:

@@ -102,10 +102,10 @@ class PlacementMismatch(Rule):
         if type(expr) is ast.Name:
             if expr.id not in self.factory_names:  # type: ignore[attr-defined]
                 return None  # asking where the name was bound costs more than this
-            bindings = self.flow.visible(expr.id, expr)  # type: ignore[attr-defined]
-            if len(bindings) != 1 or bindings[0].how != "assign" or bindings[0].path:
+            value = self.flow.assigned_value(expr)
+            if value is None:
                 return None
-            expr = bindings[0].value  # type: ignore[assignment]
+            expr = value
         return self._unscaled_factory(expr)
 
     def _unscaled_factory(self, expr: ast.AST) -> Optional[ast.Call]:

@@ -106,6 +106,14 @@ class Bindings:
             self._collect_bindings()
         return self._bindings
 
+    def assigned_value(self, name: ast.AST) -> Optional[ast.AST]:
+        """What the name holds where it is used, when one plain assignment (``x = value``) is all that can reach
+        it; else None."""
+        found = self.visible(name.id, name)  # type: ignore[attr-defined]
+        if len(found) != 1 or found[0].how != "assign" or found[0].path:
+            return None
+        return found[0].value
+
     def visible(self, name: str, use: ast.AST) -> List[Binding]:
         """The bindings that can reach ``use``: the latest one before it, else all of them."""
         tree = self.tree

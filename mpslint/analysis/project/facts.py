@@ -27,11 +27,16 @@ def argument(*positions: int) -> str:
     return ARGUMENT + ",".join(map(str, sorted(set(positions))))
 
 
+def _positions(fact: Optional[str], prefix: str) -> Optional[Tuple[int, ...]]:
+    """The positions a ``prefix`` fact (``"arg:0,1"``) lists; None for a fact of another kind."""
+    if fact is not None and fact.startswith(prefix):
+        return tuple(int(p) for p in fact[len(prefix):].split(","))
+    return None
+
+
 def argument_positions(fact: Optional[str]) -> Tuple[int, ...]:
     """The argument positions an ``arg:`` fact is computed from; () for any other fact."""
-    if fact is not None and fact.startswith(ARGUMENT):
-        return tuple(int(p) for p in fact[len(ARGUMENT):].split(","))
-    return ()
+    return _positions(fact, ARGUMENT) or ()
 
 
 def argument_position(fact: Optional[str]) -> Optional[int]:
@@ -70,9 +75,7 @@ def float64_items(positions) -> str:
 
 def float64_positions(fact: Optional[str]) -> Optional[Tuple[int, ...]]:
     """The items of a tuple that are float64 (``FLOAT64_ITEMS``); None for any other fact."""
-    if fact is not None and fact.startswith(FLOAT64_ITEMS):
-        return tuple(int(p) for p in fact[len(FLOAT64_ITEMS):].split(","))
-    return None
+    return _positions(fact, FLOAT64_ITEMS)
 
 
 def host_read(how: str, positions: Tuple[int, ...]) -> str:
@@ -82,10 +85,10 @@ def host_read(how: str, positions: Tuple[int, ...]) -> str:
 
 def host_read_of(fact: Optional[str]) -> Optional[Tuple[str, Tuple[int, ...]]]:
     """(HOST_READ or HOST_COPY, the argument positions) of a host-read fact; None for any other fact."""
-    if fact is not None:
-        for how in (HOST_READ, HOST_COPY):
-            if fact.startswith(how):
-                return how, tuple(int(p) for p in fact[len(how):].split(","))
+    for how in (HOST_READ, HOST_COPY):
+        positions = _positions(fact, how)
+        if positions is not None:
+            return how, positions
     return None
 
 

@@ -119,7 +119,7 @@ class ProjectView:
         for name, entry in summary.imports.items():
             if not _names_a_setting(name):
                 continue  # a function's facts matter where it is called, which the rules ask about
-            if entry[0] == "from" and (entry[1] or entry[2].split(".", 1)[0] not in LIBRARIES):
+            if entry[0] == "from" and self.may_be_from_project(name):
                 words.update(_words(self.imported(name)))
         for level, module in summary.stars:
             dotted = absolute(self.here.dotted, self.here.is_package, level, module)
