@@ -54,3 +54,17 @@ def test_a_cpu_part_of_a_device_graph_keeps_cpu_gradients():
     assert type(x.grad) is torch.Tensor and x.grad.device.type == "cpu"
     assert type(y.grad) is torch.Tensor and y.grad.device.type == "cpu"
     assert isinstance(w.grad, SimulatedMPSTensor)
+
+
+def test_a_dtype_change_in_the_graph_keeps_the_gradient_on_the_device():
+    """ToCopyBackward0 copies to the forward input's options (float16 on mps); C++ reads them as the CPU's."""
+    with simulated_device(fallback=False):
+        x = torch.randn(3, 4, dtype=torch.float16, device="mps", requires_grad=True)
+        w = torch.randn(4, dtype=torch.float16, device="mps", requires_grad=True)
+        torch.nn.functional.rms_norm(x, (4,), w, eps=1e-5).sum().backward()
+        (x.float() * 2).sum().backward()
+        cpu = torch.randn(2, dtype=torch.float16, requires_grad=True)  # trap: the same on the CPU stays there
+        (cpu.float() * 2).sum().backward()
+    assert isinstance(x.grad, SimulatedMPSTensor) and x.grad.dtype == torch.float16
+    assert isinstance(w.grad, SimulatedMPSTensor)
+    assert type(cpu.grad) is torch.Tensor and cpu.grad.dtype == torch.float16

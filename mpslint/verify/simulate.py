@@ -195,9 +195,13 @@ class Simulator:
         decision = self.oracle.decide(func)
         if _names_cpu(kwargs.get("device")) and (
                 (func is _aten._to_copy.default and self.composites and self.composites[-1])
-                or (func._schema.name not in _MIXING_OK and self.in_formula())):  # a copy goes where it is asked
+                or (func._schema.name not in _MIXING_OK and self.in_formula())
+                or (func is _aten._to_copy.default and self.in_formula()
+                    and _node_on_device(torch._C._current_autograd_node()))):  # a copy goes where it is asked
             # ``t.to(t.options().dtype(...))`` in a composite, ``grad.new_zeros(sizes, grad.options())`` in a backward
             # formula: the options name the device tensor's device, which C++ sees as the CPU; mps on a Mac.
+            # ToCopyBackward0 copies to the forward input's options: a dtype change only, as moves between the
+            # devices are the simulator's own autograd Functions (_ToDevice, _ToHost), never this C++ node.
             kwargs = dict(kwargs, device=MPS)
         if decision.kind == COMPOSITE:
             self._check_devices(func, args, kwargs)
