@@ -115,3 +115,40 @@ def test_a_script_path_relative_to_the_report_file(tmp_path, monkeypatch):
     (tmp_path / "proj" / "train.py").write_text("x = 1\n", encoding="utf-8")
     # The report was written inside proj/ and names the script relative to it.
     assert runtime._match("./train.py", str(tmp_path / "proj" / "verify.json"), ["proj/train.py"]) == "proj/train.py"
+
+
+MEMORY = {
+    "measured": True, "clock": "optimizer.step", "steps_sampled": 30,
+    "samples": [{"step": 1, "driver_bytes": 100 << 20, "current_bytes": 50 << 20},
+                {"step": 30, "driver_bytes": 400 << 20, "current_bytes": 350 << 20}],
+    "peak_driver_bytes": 400 << 20, "peak_current_bytes": 350 << 20,
+    "growth": {"judged": True, "growing": ["current"], "from_step": 14, "to_step": 30,
+               "per_step_bytes": {"current": 10 << 20, "driver": 0}},
+}
+KNOWN_WRONG = [{"id": "x", "count": 3, "location": {"filename": SCRIPT, "row": 24}, "title": "index_add on int64 "
+                "drops updates", "issue": "https://github.com/pytorch/pytorch/issues/1", "releases": "2.13"}]
+
+
+def test_memory_growth_and_known_silently_wrong_results_are_shown(project):
+    """What verify's own output says (mpslint/verify/report.py) reaches every format of mpslint report."""
+    name = write(project / "verify.json", verify_report(simulated=False, memory=MEMORY, known_wrong=KNOWN_WRONG))
+    data = json.loads(run("report", "--output-format", "json", "--verify-report", name, "code").stdout)
+    assert data["runtime"][0]["memory"]["growth"]["growing"] == ["current"]
+    assert data["runtime"][0]["known_wrong"][0]["count"] == 3
+    for fmt in ("markdown", "html"):
+        out = run("report", "--output-format", fmt, "--verify-report", name, "code").stdout.replace("\\_", "_")
+        assert "memory grows every step: current_allocated_memory (live tensors) rose over steps 14-30, " \
+               "about 10.0 MiB a step" in out, fmt
+        assert "known silently wrong result" in out and "index_add on int64 drops updates" in out, fmt
+        assert "Metal driver 100.0 MiB at step 1, 400.0 MiB at step 30" in out, fmt
+
+
+def test_trap_no_memory_line_under_simulate_and_none_without_growth(project):
+    name = write(project / "verify.json", verify_report(memory={"measured": False, "reason": "simulated mps"}))
+    out = run("report", "--verify-report", name, "code").stdout
+    assert "memory" not in out.lower().split("### runtime")[1].split("###")[0]
+    steady = dict(MEMORY, growth={"judged": True, "growing": [], "from_step": 14, "to_step": 30,
+                                  "per_step_bytes": {"current": 0, "driver": 0}})
+    name = write(project / "verify2.json", verify_report(simulated=False, memory=steady))
+    out = run("report", "--verify-report", name, "code").stdout
+    assert "memory per step" in out and "memory grows" not in out

@@ -98,3 +98,42 @@ def test_the_kernels_own_text_comes_before_the_tables():
         with pytest.raises(RuntimeError, match="^" + messages.CONV_NON_FLOAT):
             torch.nn.functional.conv1d(torch.ones(1, 1, 4, dtype=torch.int64).to("mps"),
                                        torch.ones(1, 1, 2, dtype=torch.int64).to("mps"))
+
+
+@pytest.mark.parametrize("call,kernel", [
+    (lambda x, i, s: x.scatter_reduce(0, i, s, "prod"), "scatter_prod_dense_long_long"),
+    (lambda x, i, s: x.scatter(0, i, s, reduce="multiply"), "scatter_prod_dense_long_long"),
+    (lambda x, i, s: x.t().scatter_reduce(1, i.t(), s.t(), "prod"), "scatter_prod_strided_long_long"),
+])
+def test_a_scatter_reduction_without_a_metal_kernel_raises_pytorchs_text(call, kernel):
+    """ScatterGather.mm asks the Metal library for scatter_{op}_{layout}_{type}_{index type}; none multiplies int64."""
+    with simulated_device(fallback=False):
+        x = torch.ones(3, 4, dtype=torch.int64, device="mps")
+        index = torch.tensor([[0, 1, 2, 0]], device="mps")
+        src = torch.full((1, 4), 2, dtype=torch.int64, device="mps")
+        with pytest.raises(RuntimeError) as caught:
+            call(x, index, src)
+    assert str(caught.value) == messages.METAL_FUNCTION_MISSING.format(name=kernel)
+    assert messages.error_kind("RuntimeError", str(caught.value)) == "dtype"
+
+
+def test_trap_scatter_reductions_with_a_metal_kernel_run():
+    with simulated_device(fallback=False):
+        index = torch.tensor([[0, 1, 2, 0]], device="mps")
+        for dtype in (torch.int32, torch.float32):  # prod is instantiated for these
+            x = torch.ones(3, 4, dtype=dtype, device="mps")
+            x.scatter_reduce(0, index, torch.full((1, 4), 2, dtype=dtype, device="mps"), "prod")
+        x = torch.ones(3, 4, dtype=torch.int64, device="mps")  # int64 sums and maxima have kernels
+        src = torch.full((1, 4), 2, dtype=torch.int64, device="mps")
+        x.scatter_reduce(0, index, src, "sum")
+        x.scatter_reduce(0, index, src, "amax")
+        x.scatter(0, index, src)
+        torch.ones(3, 4, dtype=torch.int64).scatter_reduce(0, index.cpu(), src.cpu(), "prod")  # the CPU has one
+
+
+def test_linalg_qr_takes_float32_only_with_pytorchs_text():
+    with simulated_device(fallback=False):
+        with pytest.raises(RuntimeError) as caught:
+            torch.linalg.qr(torch.randn(3, 3, dtype=torch.complex64, device="mps"))
+        torch.linalg.qr(torch.randn(3, 3, device="mps"))  # float32 runs
+    assert str(caught.value) == messages.LINALG_QR_FLOAT32

@@ -17,6 +17,7 @@ from mpslint import __version__
 from mpslint.report import charts
 from mpslint.report.impact import FAILS, LABELS, OTHER, SLOWS
 from mpslint.report.model import Counts, FileRow, OpRow, Report, RuntimeRun
+from mpslint.report.runtime import memory_lines
 from mpslint.report.verdict import directories, plural
 
 TOP_DIRECTORIES = 15  # bars in the "where" chart; the file table lists every file
@@ -361,6 +362,12 @@ def _run(run: RuntimeRun, script: str) -> str:
     for err in run.errors:
         items.append(f"<li>{_loc(err.get('location'))}<strong>{e(err.get('type', 'error'))}</strong>: "
                      f"{e(err.get('message', ''))}</li>")
+    for k in run.known_wrong:
+        items.append(f"<li>{_loc(k.get('location'))}<strong>known silently wrong result</strong>: "
+                     f"{e(k.get('title', '?'))} {e(_times(k.get('count')))} ({e(k.get('issue', ''))})</li>")
+    for line in memory_lines(run):
+        strong = line.startswith("memory grows")
+        items.append(f"<li>{'<strong>' if strong else ''}{e(line)}{'</strong>' if strong else ''}</li>")
     cold = sum(1 for s in run.syncs if not s.get("hot"))
     if cold:
         items.append(f"<li>{e(plural(cold, 'other host sync'))} (not in most steps)</li>")

@@ -15,6 +15,7 @@ import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from mpslint.report.model import FileRow, RuntimeRun
+from mpslint.verify.memory import growth_lines
 
 Statuses = Dict[str, Dict[Tuple[str, int], str]]  # display path -> (code, row) -> status
 
@@ -45,6 +46,8 @@ def load(paths: Sequence[str], displays: Sequence[str]) -> Tuple[Statuses, List[
                 syncs=_records(data, "syncs"),
                 errors=_records(data, "errors"),
                 static=_records(data, "static"),
+                known_wrong=_records(data, "known_wrong"),
+                memory=data["memory"] if isinstance(data.get("memory"), dict) else None,
             )
             runs.append(run)
             if display is not None:
@@ -55,6 +58,16 @@ def load(paths: Sequence[str], displays: Sequence[str]) -> Tuple[Statuses, List[
                     if seen.get(key) != "confirmed":
                         seen[key] = str(entry.get("status"))
     return statuses, runs
+
+
+def memory_lines(run: RuntimeRun) -> List[str]:
+    """verify's per-step memory, as its own output says it; nothing under --simulate, where nothing is sampled."""
+    if not run.memory or (run.simulated and not run.memory.get("measured")):
+        return []
+    try:
+        return growth_lines(run.memory)
+    except (KeyError, TypeError):  # a report written by another mpslint release: nothing to say
+        return []
 
 
 def link(runs: Sequence[RuntimeRun], files: Sequence[FileRow]) -> None:

@@ -132,5 +132,37 @@ def growth(samples: Sequence[Dict[str, int]]) -> Dict[str, Any]:
     return result
 
 
+def size_text(count: int) -> str:
+    """Bytes as the reports print them: 512 B, 3.2 MiB, 1.25 GiB."""
+    value = float(count)
+    for unit in ("B", "KiB", "MiB"):
+        if abs(value) < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.2f} GiB"
+
+
+def growth_lines(found: Dict[str, Any]) -> List[str]:
+    """What a verify report's ``memory`` says, one line each: the series' first and last step, then each counter
+    that grows (no advice: the callers add theirs)."""
+    if not found.get("measured"):
+        return [f"memory: not measured: {found.get('reason')}"]
+    samples = found.get("samples") or []
+    if not samples:
+        return []
+    first, last = samples[0], samples[-1]
+    lines = [f"memory per step: Metal driver {size_text(first['driver_bytes'])} at step {first['step']}, "
+             f"{size_text(last['driver_bytes'])} at step {last['step']} (peak "
+             f"{size_text(found['peak_driver_bytes'])}); tensors {size_text(first['current_bytes'])}, "
+             f"{size_text(last['current_bytes'])} (peak {size_text(found['peak_current_bytes'])})"]
+    growth = found.get("growth") or {}
+    for counter in growth.get("growing", []):
+        name = {"current": "current_allocated_memory (live tensors)",
+                "driver": "driver_allocated_memory (Metal's heaps)"}[counter]
+        lines.append(f"memory grows every step: {name} rose over steps {growth['from_step']}-{growth['to_step']}, "
+                     f"about {size_text(growth['per_step_bytes'][counter])} a step")
+    return lines
+
+
 def not_measured(reason: str) -> Dict[str, Any]:
     return {"measured": False, "reason": reason}

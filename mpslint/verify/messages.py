@@ -79,6 +79,11 @@ ADAPTIVE_POOL_DIVISIBLE = (
     "MPS device yet. For now, you can manually transfer tensor to cpu in this case. Please refer to "
     "[this issue](https://github.com/pytorch/pytorch/issues/96056)"
 )
+# RuntimeError, aten/src/ATen/native/mps/MetalShaderLibrary.mm, getLibraryPipelineState: a kernel asks the bundled
+# Metal library for a function specialised on its dtypes, and none was instantiated for them.
+METAL_FUNCTION_MISSING = "Failed to create function state object for: {name}"
+# RuntimeError, aten/src/ATen/native/mps/operations/LinearAlgebra.mm, linalg_qr_out_impl_mps (torch 2.13).
+LINALG_QR_FLOAT32 = "linalg_qr: MPS currently supports float32 only"
 # RuntimeError, c10d ProcessGroup::getBackend (torch/csrc/distributed/c10d/ProcessGroup.hpp): a collective on
 # tensors of a device the process group has no backend for (gloo registers cpu and cuda, never mps).
 NO_BACKEND = "No backend type associated with device type {device}"
@@ -108,7 +113,8 @@ NOT_IMPLEMENTED_RE = re.compile(r"The operator '(?P<op>[\w:.]+)' is not currentl
 FLOAT64_RE = re.compile(r"float64|MPS framework doesn't support float64")
 DTYPE_RE = re.compile(r"to the MPS backend but it does not have support for that dtype|"
                       r"MPS device does not support \w+ for non-float|supported only for Floating types|"
-                      r"with BF16 or FP16 types is not supported on MPS|does not support \w+ inputs on the MPS device")
+                      r"with BF16 or FP16 types is not supported on MPS|does not support \w+ inputs on the MPS device|"
+                      r"Failed to create function state object for: |MPS currently supports \w+ only")
 RESTRICTION_RE = re.compile(r"not supported at the MPS device|Adaptive pool MPS:")
 BACKEND_RE = re.compile(r"No backend type associated with device type mps")
 CAPTURE_RE = re.compile(r"Failed to start capture of \S+\.gputrace error ")

@@ -492,10 +492,10 @@ def _memory_lines(found: Optional[Dict[str, Any]], clock: Optional[str]) -> List
     if not found["measured"]:
         return [f"memory: not measured: {found['reason']}"]
     first, last = found["samples"][0], found["samples"][-1]
-    lines = [f"memory per step ({_clock_name(clock)}): Metal driver {_size(first['driver_bytes'])} at step "
-             f"{first['step']}, {_size(last['driver_bytes'])} at step {last['step']} (peak "
-             f"{_size(found['peak_driver_bytes'])}); tensors {_size(first['current_bytes'])}, "
-             f"{_size(last['current_bytes'])} (peak {_size(found['peak_current_bytes'])})"]
+    lines = [f"memory per step ({_clock_name(clock)}): Metal driver {memory.size_text(first['driver_bytes'])} at step "
+             f"{first['step']}, {memory.size_text(last['driver_bytes'])} at step {last['step']} (peak "
+             f"{memory.size_text(found['peak_driver_bytes'])}); tensors {memory.size_text(first['current_bytes'])}, "
+             f"{memory.size_text(last['current_bytes'])} (peak {memory.size_text(found['peak_current_bytes'])})"]
     growth = found["growth"]
     if not growth["judged"]:
         lines.append(f"  growth not judged: {growth['reason']}")
@@ -503,19 +503,11 @@ def _memory_lines(found: Optional[Dict[str, Any]], clock: Optional[str]) -> List
         name = {"current": "current_allocated_memory (live tensors)",
                 "driver": "driver_allocated_memory (Metal's heaps)"}[counter]
         lines.append(f"warning: memory grows every step: {name} rose over steps {growth['from_step']}-"
-                     f"{growth['to_step']}, about {_size(growth['per_step_bytes'][counter])} a step")
+                     f"{growth['to_step']}, about {memory.size_text(growth['per_step_bytes'][counter])} a step")
     if growth["growing"]:
         lines.append(f"    advice: {memory.ADVICE}")
     return lines
 
-
-def _size(count: int) -> str:
-    value = float(count)
-    for unit in ("B", "KiB", "MiB"):
-        if abs(value) < 1024:
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.2f} GiB"
 
 
 def _not_confirmed(reason: str, r: Dict[str, Any]) -> str:

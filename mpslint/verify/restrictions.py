@@ -110,7 +110,49 @@ def before(func: Any, args: tuple, kwargs: Dict[str, Any]) -> None:
         grad, input = args[0], args[1]
         _adaptive_pool(input.size(-2), input.size(-1), grad.size(-2), grad.size(-1),
                        check_avg=name == "aten::_adaptive_avg_pool2d_backward")
+    elif name in _SCATTER_REDUCE and len(args) > 3 and _on_mps(args[0]):
+        _scatter_reduce(name, args, kwargs)
+    elif name == "aten::linalg_qr" and args and _on_mps(args[0]) and args[0].dtype != torch.float32:
+        raise RuntimeError(messages.LINALG_QR_FLOAT32)
     dtype_limit(func, args, kwargs)
+
+
+# scalarToMetalTypeString (aten/src/ATen/native/mps/OperationUtils.mm): the dtype part of a Metal function's name.
+_METAL_TYPE = {torch.float32: "float", torch.float16: "half", torch.bfloat16: "bfloat", torch.int64: "long",
+               torch.int32: "int", torch.int16: "short", torch.int8: "char", torch.uint8: "uchar", torch.bool: "bool",
+               torch.complex64: "float2"}
+# ScatterGather.mm (torch 2.13) runs every scatter reduction through atomic Metal kernels named
+# scatter_{op}_{dense|strided}_{self type}_{index type}; Metal has no 64-bit atomic multiply, so no prod kernel is
+# instantiated for long (common_mps.py: "int64 lacks atomic_binary_op in Metal"; amin/amax on long are emulated).
+_NO_METAL_KERNEL = {("prod", "long")}
+# The aten ops that reach scatter_reduce_dispatch, and the argument holding the reduction's name.
+_SCATTER_REDUCE = {"aten::scatter_reduce": 4, "aten::scatter_reduce_": 4, "aten::scatter": 4, "aten::scatter_": 4}
+# reduce_op_to_mps_string and get_operator_enum (TensorAdvancedIndexing.cpp): the user's name -> the kernel's.
+_REDUCE_KERNEL = {"sum": "add", "mean": "add", "add": "add", "prod": "prod", "multiply": "prod", "amin": "amin",
+                  "amax": "amax"}
+
+
+def _scatter_reduce(name: str, args: tuple, kwargs: Dict[str, Any]) -> None:
+    """scatter_reduce_metal in aten/src/ATen/native/mps/operations/ScatterGather.mm: the Metal function it asks for."""
+    self, dim, index = args[0], args[1], args[2]
+    reduce = args[_SCATTER_REDUCE[name]] if len(args) > _SCATTER_REDUCE[name] else kwargs.get("reduce")
+    src = args[3]
+    if not isinstance(reduce, str) or not isinstance(index, torch.Tensor) or _REDUCE_KERNEL.get(reduce) is None:
+        return
+    op = _REDUCE_KERNEL[reduce]
+    if (op, _METAL_TYPE.get(self.dtype)) not in _NO_METAL_KERNEL:
+        return
+    if not isinstance(src, torch.Tensor):  # scatter.value_reduce: a src of index's shape, made contiguous
+        src = torch.empty(index.shape)
+    if self.numel() == 0 or index.numel() == 0 or src.numel() == 0:
+        return  # scatter_reduce_dispatch returns before any kernel
+    dim = dim % max(self.dim(), 1)
+    dense = self.is_contiguous() and index.is_contiguous() and src.is_contiguous() \
+        and tuple(src.shape) == tuple(index.shape) \
+        and all(i == dim or self.size(i) == index.size(i) for i in range(self.dim()))
+    layout = "dense" if dense else "strided"
+    kernel = f"scatter_{op}_{layout}_{_METAL_TYPE[self.dtype]}_{_METAL_TYPE.get(index.dtype, 'long')}"
+    raise RuntimeError(messages.METAL_FUNCTION_MISSING.format(name=kernel))
 
 
 def after(func: Any, args: tuple, kwargs: Dict[str, Any], out: Any) -> None:

@@ -195,9 +195,13 @@ class Simulator:
         decision = self.oracle.decide(func)
         if _names_cpu(kwargs.get("device")) and (
                 (func is _aten._to_copy.default and self.composites and self.composites[-1])
-                or (func._schema.name not in _MIXING_OK and self.in_formula())):  # a copy goes where it is asked
+                or (func._schema.name not in _MIXING_OK and self.in_formula())
+                or (func is _aten._to_copy.default and self.in_formula()
+                    and _node_on_device(torch._C._current_autograd_node()))):  # a copy goes where it is asked
             # ``t.to(t.options().dtype(...))`` in a composite, ``grad.new_zeros(sizes, grad.options())`` in a backward
             # formula: the options name the device tensor's device, which C++ sees as the CPU; mps on a Mac.
+            # ToCopyBackward0 copies to the forward input's options: a dtype change only, as moves between the
+            # devices are the simulator's own autograd Functions (_ToDevice, _ToHost), never this C++ node.
             kwargs = dict(kwargs, device=MPS)
         if decision.kind == COMPOSITE:
             self._check_devices(func, args, kwargs)
@@ -372,6 +376,53 @@ class _DeviceMode(TorchDispatchMode):
         return func(*_numbers_as_tensors(func, args), **kwargs)
 
 
+_BACKWARD_ENTRY_POINTS = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad)
+
+
+class _FormulaMode(TorchDispatchMode):
+    """While a backward pass of device tensors runs: the scratch tensors a C++ backward formula creates from the
+    options of a device tensor (``at::zeros(sizes, grad.options())`` in trace_backward, ``ones`` in prod_backward)
+    name the CPU, which C++ sees underneath the emulated tensor; a Mac creates them on mps. A factory call with no
+    tensor argument, made by a formula of a node whose graph reaches device tensors, goes to the device."""
+
+    def __init__(self, simulator: Simulator) -> None:
+        super().__init__()
+        self.simulator = simulator
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if not any(issubclass(t, SimulatedMPSTensor) for t in types) and _is_scratch(func, args, kwargs) \
+                and self.simulator.in_formula() and _node_on_device(torch._C._current_autograd_node()):
+            return self.simulator.factory(func, args, dict(kwargs, device=MPS))
+        return func(*args, **kwargs)
+
+
+_ON_DEVICE_KEY = "mpslint.on_device"
+
+
+def _node_on_device(node: Any, limit: int = 256) -> bool:
+    """Whether the autograd graph below ``node`` reaches a device tensor: the leaves it accumulates into, or a node
+    already known (breadth first, at most ``limit`` nodes; the answer is kept in the nodes' metadata)."""
+    seen, queue, found = set(), [node], False
+    while queue and len(seen) < limit and not found:
+        current = queue.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        metadata = getattr(current, "metadata", None)
+        if isinstance(metadata, dict) and _ON_DEVICE_KEY in metadata:
+            found = metadata[_ON_DEVICE_KEY]
+            break
+        variable = getattr(current, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            found = isinstance(variable, SimulatedMPSTensor)
+            break
+        queue.extend(child for child, _ in getattr(current, "next_functions", ()))
+    if node is not None and isinstance(getattr(node, "metadata", None), dict):
+        node.metadata[_ON_DEVICE_KEY] = found
+    return found
+
+
 # Composites that pick float32 for their scratch tensors on MPS, where other devices use float64:
 # get_atol_rtol in aten/src/ATen/native/LinearAlgebra.cpp (``input.device().type() == kMPS``).
 _FLOAT_SCRATCH_ON_MPS = {"aten::linalg_pinv", "aten::pinverse", "aten::linalg_matrix_rank"}
@@ -454,6 +505,9 @@ class _Router(TorchFunctionMode):
             return _ctc_loss_as_on_mps(self.simulator, func, args, kwargs)
         if func in (torch.nn.functional.linear, torch._C._nn.linear) and len(args) > 1:
             restrictions.linear(first, args[1], args[2] if len(args) > 2 else kwargs.get("bias"))
+        if func in _BACKWARD_ENTRY_POINTS and _has_device_tensor(args, kwargs):
+            with _FormulaMode(self.simulator):
+                return self._call(func, args, kwargs, on_device)
         composite = _implicit_composite(func) if _has_device_tensor(args, kwargs) else None
         if composite is not None:
             # Decomposed above the dispatcher (the Autograd key): the simulator sees only its parts.
@@ -549,7 +603,9 @@ class _ToDevice(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):  # type: ignore[override]
-        return grad.to("cpu"), None
+        # grad.to("cpu") would return the device gradient itself (C++ sees a CPU tensor): the input's leaves then
+        # got device gradients, and formulas below mixed them with their own CPU tensors.
+        return _to_host(grad), None
 
 
 def _to_host(tensor: torch.Tensor, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
