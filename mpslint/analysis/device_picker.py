@@ -686,6 +686,21 @@ def torch_alias(ctx) -> Optional[str]:
 
 # `import torch` imports `torch.mps` from torch 2.1 on (pytorch/pytorch#100165, fixed by #98837).
 TORCH_MPS_IMPORTED_BY_TORCH = (2, 1)
+TORCH_MPS_MODULE = (2, 0)  # torch.mps first exists (pytorch/pytorch#94649)
+
+
+def mps_module_call(ctx, floor: Tuple[int, int]) -> Optional[Tuple[str, Tuple[NodeEdit, ...]]]:
+    """(what an MPS branch's test adds, the edits) so that a ``torch.mps.X()`` in it runs on the project's floor.
+
+    Before 2.0 there is no ``torch.mps`` module: ``import torch.mps`` would fail wherever the file is imported,
+    so the branch also asks ``hasattr(torch, "mps")`` (MPS112 reads that as the guard it is). From 2.0 on,
+    ``torch_mps_import``.
+    """
+    if floor < TORCH_MPS_MODULE:
+        torch = torch_alias(ctx)
+        return (f' and hasattr({torch}, "mps")', ()) if torch is not None else None
+    importing = torch_mps_import(ctx, floor)
+    return None if importing is None else ("", importing)
 
 
 def torch_mps_import(ctx, floor: Tuple[int, int]) -> Optional[Tuple[NodeEdit, ...]]:
