@@ -159,6 +159,8 @@ class DevicePicker:
         if setting == "inline" and self.helper_def is None and not self.helper_bound:
             # A helper in a module of this package that the file already imports: import it, not a copy.
             found = package_helper(ctx, DEFAULT_HELPER, self.anchor.end_lineno if self.anchor is not None else 0)
+            if found is not None and found[0] is not None and found[1] in _names_used(self.tree):
+                found = None  # `def run(pick_device):`: importing the name would call the file's own one instead
             if found is not None:
                 self.import_from, self.helper = found
                 # `utils.pick_device`: called through the module the file already imports, nothing to add.
