@@ -66,9 +66,9 @@ def package_helper(ctx, preferred: str, bound_by: int = 0) -> Optional[Tuple[Opt
         return None
     for module, candidates, bound, line in _imported_modules(ctx.module, path):
         for candidate in candidates:
-            tree = _parse(candidate)
-            name = _helper_in(tree, preferred) if tree is not None else None
-            if name is not None and not _imports_back(candidate, tree, path):  # type: ignore[arg-type]
+            tree = parse_file(candidate)
+            name = helper_in(tree, preferred) if tree is not None else None
+            if name is not None and not imports_back(candidate, tree, path):  # type: ignore[arg-type]
                 return (None, f"{bound}.{name}") if bound and line <= bound_by else (module, name)
     return None
 
@@ -78,7 +78,7 @@ def imported_files(module: ast.Module, path: Path) -> List[Path]:
     return [p for _, files, _, _ in _imported_modules(module, path) for p in files]
 
 
-def _imports_back(home: Path, tree: ast.Module, path: Path) -> bool:
+def imports_back(home: Path, tree: ast.Module, path: Path) -> bool:
     """``home`` imports ``path`` at its top level, directly or through other modules of the package."""
     seen = {home}
     queue = [(home, tree)]
@@ -89,7 +89,7 @@ def _imports_back(home: Path, tree: ast.Module, path: Path) -> bool:
                 return True
             if found not in seen:
                 seen.add(found)
-                parsed = _parse(found)
+                parsed = parse_file(found)
                 if parsed is not None:
                     queue.append((found, parsed))
     return False
@@ -133,7 +133,7 @@ def _files(base: Path, parts: List[str]) -> List[Path]:
     return [p for p in (target.with_suffix(".py"), target / "__init__.py") if p.is_file()]
 
 
-def _parse(path: Path) -> Optional[ast.Module]:
+def parse_file(path: Path) -> Optional[ast.Module]:
     try:
         fixed = _FIXED.get(path)
         if fixed is not None:
@@ -146,7 +146,7 @@ def _parse(path: Path) -> Optional[ast.Module]:
         return None
 
 
-def _helper_in(tree: ast.Module, preferred: str) -> Optional[str]:
+def helper_in(tree: ast.Module, preferred: str) -> Optional[str]:
     named = None
     for stmt in tree.body:
         if type(stmt) is not ast.FunctionDef or _required(stmt) or not _returns_devices(stmt):
