@@ -113,3 +113,12 @@ def test_a_module_outside_the_run_is_not_written(tmp_path):
     _run([paths["loops.py"], paths["pretrain.py"]])  # pre-commit with the two staged
     assert _text(paths["util.py"]) == UTIL
     assert "def pick_device" in _text(paths["loops.py"]) and "def pick_device" in _text(paths["pretrain.py"])
+
+
+def test_a_script_importing_an_importer_reuses_what_it_imported(tmp_path):
+    """RepDistiller's driver imports ``helper.loops``, which now imports ``pick_device`` from ``helper.util``."""
+    paths = _write(tmp_path, {"util.py": UTIL, "loops.py": LOOPS, "pretrain.py": PRETRAIN})
+    script = tmp_path / "train.py"
+    script.write_text("import torch\nfrom helper.loops import train\n\nx = torch.ones(1).cuda()\n", encoding="utf-8")
+    _run([*paths.values(), script])
+    assert "from helper.loops import train, pick_device\n" in _text(script) and "def pick_device" not in _text(script)

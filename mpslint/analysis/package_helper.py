@@ -67,9 +67,25 @@ def package_helper(ctx, preferred: str, bound_by: int = 0) -> Optional[Tuple[Opt
     for module, candidates, bound, line in _imported_modules(ctx.module, path):
         for candidate in candidates:
             tree = parse_file(candidate)
-            name = helper_in(tree, preferred) if tree is not None else None
+            name = None
+            if tree is not None:
+                name = helper_in(tree, preferred) or _imported_helper(tree, candidate, preferred, path)
             if name is not None and not imports_back(candidate, tree, path):  # type: ignore[arg-type]
                 return (None, f"{bound}.{name}") if bound and line <= bound_by else (module, name)
+    return None
+
+
+def _imported_helper(tree: ast.Module, at: Path, preferred: str, path: Path) -> Optional[str]:
+    """``preferred`` where the module imports it at its top level from a module of the package that defines it
+    (``from .util import pick_device``: the module a shared helper home gave it to, ``helper_home.py``)."""
+    for stmt in tree.body:
+        if type(stmt) is not ast.ImportFrom or not any(a.name == preferred and a.asname is None for a in stmt.names):
+            continue
+        for found in imported_files(ast.Module(body=[stmt], type_ignores=[]), at):
+            home = parse_file(found)
+            if found != path and home is not None and helper_in(home, preferred) == preferred \
+                    and not imports_back(found, home, path):
+                return preferred
     return None
 
 
