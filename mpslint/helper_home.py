@@ -24,13 +24,18 @@ import ast
 import os
 import re
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from dataclasses import replace
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set
 
 from mpslint.analysis.device_picker import DEFAULT_HELPER, render_helper
 from mpslint.analysis.package_helper import MAX_BYTES, helper_in, imported_files, imports_back, parse_file
 from mpslint.fix_order import cuda_module
 
 MIN_USERS = 2
+# The rules whose fixes may insert the helper (those that ask ``device_picker``): the question whether a file
+# would get its own helper checks only these, not the costly rest (tests/test_helper_home.py holds the list to it).
+HELPER_CODES = frozenset({"MPS101", "MPS102", "MPS103", "MPS104", "MPS105", "MPS107", "MPS108", "MPS302", "MPS304",
+                          "MPS401"})
 # The first line of an inline helper a fix inserts (device_picker.render_helper).
 _INSERTED_HELPER = re.compile(r"^def \w+\(\) -> \w+\.device:$", re.MULTILINE)
 
@@ -95,10 +100,6 @@ def with_helper(text: str, settings, newline: str = "\n") -> Optional[str]:
         return None
     torch = _torch_name(module, anchor)
     at = anchor.end_lineno  # type: ignore[attr-defined]
-    added = ""
-    if torch is None:
-        torch = "torch"
-        added = "import torch\n"
     floor = settings.torch_version[:2] if settings.torch_version else (2, 0)
     following = lines[at:]
     blank = 0
@@ -106,16 +107,20 @@ def with_helper(text: str, settings, newline: str = "\n") -> Optional[str]:
         if line.strip():
             break
         blank += 1
-    head = "".join(lines[:at])
-    if head and not head.endswith(("\n", "\r")):
-        head += "\n"
-    inserted = added + "\n\n" + render_helper(torch, DEFAULT_HELPER, floor)
+    head = lines[:at]
+    if head and not head[-1].endswith(("\n", "\r")):
+        head[-1] += newline
+    inserted = "\n\n" + render_helper(torch or "torch", DEFAULT_HELPER, floor)
     if following and blank < 2:
         inserted += "\n" * (2 - blank)
-    return head + inserted.replace("\n", newline) + "".join(following)
+    if torch is None:
+        # With the absolute imports (after the last of them), else above the package's own (`from .x import y`).
+        row = _torch_import_row(module, anchor)
+        head.insert(row, "import torch" + newline)
+    return "".join(head) + inserted.replace("\n", newline) + "".join(following)
 
 
-def _inserts_helper(path: str, settings) -> bool:
+def _inserts_helper(path: str, settings, select: Optional[FrozenSet[str]] = None) -> bool:
     """Whether fixing the file alone would define a helper of its own (a fix of its check inserts one)."""
     from mpslint.engine import check_text
     from mpslint.writing import read_file
@@ -125,7 +130,9 @@ def _inserts_helper(path: str, settings) -> bool:
         text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return False
-    for diagnostic in check_text(text, path, settings, origin=path).diagnostics:
+    if select is None:
+        select = settings.select & HELPER_CODES
+    for diagnostic in check_text(text, path, replace(settings, select=select), origin=path).diagnostics:
         fix = diagnostic.fix
         if fix is not None and any(_INSERTED_HELPER.search(edit.content) for edit in fix.edits):
             return True
@@ -160,6 +167,19 @@ def _leading_imports_end(module: ast.Module) -> Optional[ast.stmt]:
                                ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith)):
             break
     return last
+
+
+def _torch_import_row(module: ast.Module, anchor: ast.stmt) -> int:
+    """The 0-based line before which ``import torch`` goes among the imports that end at ``anchor``."""
+    leading = module.body[:module.body.index(anchor) + 1]
+    absolute = [s for s in leading if type(s) is ast.Import
+                or (type(s) is ast.ImportFrom and not s.level and s.module != "__future__")]
+    if absolute:
+        return absolute[-1].end_lineno  # type: ignore[attr-defined, return-value]
+    relative = [s for s in leading if type(s) is ast.ImportFrom and s.level]
+    if relative:
+        return relative[0].lineno - 1
+    return anchor.end_lineno  # type: ignore[attr-defined, return-value]
 
 
 def _torch_name(module: ast.Module, anchor: ast.stmt) -> Optional[str]:

@@ -122,3 +122,48 @@ def test_a_script_importing_an_importer_reuses_what_it_imported(tmp_path):
     script.write_text("import torch\nfrom helper.loops import train\n\nx = torch.ones(1).cuda()\n", encoding="utf-8")
     _run([*paths.values(), script])
     assert "from helper.loops import train, pick_device\n" in _text(script) and "def pick_device" not in _text(script)
+
+
+def test_the_rules_asked_whether_a_file_gets_a_helper_are_all_that_insert_one():
+    """HELPER_CODES gives the same answer as every rule, on every fixture."""
+    from mpslint.helper_home import _inserts_helper
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    settings = Settings()
+    inserting = 0
+    for path in sorted(root.rglob("*.py")):
+        if path.name.endswith(".fixed.py"):
+            continue
+        full = _inserts_helper(str(path), settings, select=settings.select)
+        assert _inserts_helper(str(path), settings) == full, path
+        inserting += full
+    assert inserting > 10
+
+
+def test_the_fixture_package_fixed_in_one_run(tmp_path):
+    """fixtures/shared_home: the goldens of one run (``X.py.together``); each file alone gets ``X.fixed.py``."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    from mpslint.config.torch_version import newest_known_torch
+
+    project = Path(__file__).resolve().parent.parent / "fixtures" / "shared_home"
+    package = tmp_path / "shared_home"
+    package.mkdir()
+    for source in project.glob("*.py"):
+        if not source.name.endswith(".fixed.py"):
+            (package / source.name).write_text(_text(source), encoding="utf-8")
+    files = sorted(str(p) for p in package.glob("*.py"))
+    settings = Settings(torch_version=newest_known_torch())
+    results = run([(p, p, settings) for p in files], Mode(fix=True), jobs=1)
+    assert all(r.error is None and r.warning is None for r in results)
+    for path in package.glob("*.py"):
+        golden = project / (path.name + ".together")
+        assert _text(path) == _text(golden if golden.exists() else project / path.name), path.name
+    assert not any(sum(r.fixed.values()) for r in run([(p, p, settings) for p in files], Mode(fix=True), jobs=1))
+    if importlib.util.find_spec("torch") is None:
+        return
+    code = "import shared_home.loops as l, shared_home.pretrain as p; l.train(); p.init()"
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
