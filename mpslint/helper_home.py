@@ -16,6 +16,12 @@ cycle: ``package_helper`` would not use it anyway). Whether a file would get
 its own helper is what its check's fixes say. The files read the home as the
 run left it (on disk, or ``--diff``'s fixed texts), so a home whose write
 failed is simply not used; a file fixed alone never has a home.
+
+Whether a file would get its own helper is asked before the run fixes
+anything: a file that imports another module of the run which gets a helper
+first counts too, and may then import that one instead (still one helper per
+module it reads). A home's ``__all__`` is left as it is: the files import the
+helper by name.
 """
 
 from __future__ import annotations

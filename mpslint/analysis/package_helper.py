@@ -16,6 +16,10 @@ fixed texts of its earlier files here (``use_fixed_sources``) and they are read
 instead of the files on disk. A file fixed alone (pre-commit) reads only the
 disk: it never imports a name its module does not have yet.
 
+A module that imports the helper at its top level from the package module
+defining it (``from .util import pick_device``, what ``helper_home.py`` writes)
+counts as having it.
+
 A helper home that imports this file back (directly or through other modules
 of the package) is not used: whichever of the two Python imports first would
 ask the other for a name it has not defined yet.
