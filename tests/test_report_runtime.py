@@ -115,3 +115,56 @@ def test_a_script_path_relative_to_the_report_file(tmp_path, monkeypatch):
     (tmp_path / "proj" / "train.py").write_text("x = 1\n", encoding="utf-8")
     # The report was written inside proj/ and names the script relative to it.
     assert runtime._match("./train.py", str(tmp_path / "proj" / "verify.json"), ["proj/train.py"]) == "proj/train.py"
+
+
+def _mac_run_memory(step_bytes):
+    """The ``memory`` entry verify writes for a run on a real Mac, from the child's samples (verify's own code)."""
+    from mpslint.verify.report import _memory
+
+    samples = [{"step": i, "driver_bytes": 50_000_000 + i * step_bytes, "current_bytes": 10_000_000 + i * step_bytes}
+               for i in range(1, 25)]
+    raw = {"memory": {"measured": True, "clocks": {"optimizer": {
+        "samples": samples, "count": len(samples), "peak_driver_bytes": samples[-1]["driver_bytes"],
+        "peak_current_bytes": samples[-1]["current_bytes"]}}}}
+    return _memory(raw, "optimizer")
+
+
+def _known_wrong():
+    from mpslint.verify.report import _known_wrong as entry
+
+    return entry("addcdiv-noncontiguous", 3, {"filename": SCRIPT, "row": 24})
+
+
+def test_memory_growth_and_known_wrong_results_reach_the_plan(project):
+    """A Mac's run: the memory that grows every step and the calls with known silently wrong results show in
+    every format, as `mpslint verify` printed them."""
+    name = write(project / "verify.json", verify_report(simulated=False, memory=_mac_run_memory(4 << 20),
+                                                         known_wrong=[_known_wrong()]))
+    data = json.loads(run("report", "--output-format", "json", "--verify-report", name, "code").stdout)
+    [run_] = data["runtime"]
+    assert run_["memory"]["growth"]["growing"] == ["current", "driver"]
+    assert run_["known_wrong"][0]["id"] == "addcdiv-noncontiguous"
+    markdown = run("report", "--verify-report", name, "code").stdout
+    assert "line 24: known silently wrong result: in-place addcdiv" in markdown
+    assert "https://github.com/pytorch/pytorch/issues/118115" in markdown
+    assert "warning: memory grows every step: current\\_allocated\\_memory (live tensors)" in markdown
+    assert "about 4.0 MiB a step" in markdown
+    html = run("report", "--output-format", "html", "--verify-report", name, "code").stdout
+    assert '<a href="https://github.com/pytorch/pytorch/issues/118115">' in html
+    assert "memory grows every step" in html and "known silently wrong result" in html
+
+
+def test_flat_memory_is_one_line_and_no_growth_warning(project):
+    name = write(project / "verify.json", verify_report(simulated=False, memory=_mac_run_memory(0)))
+    markdown = run("report", "--verify-report", name, "code").stdout
+    assert "memory per step (optimizer steps)" in markdown and "grows" not in markdown
+
+
+@pytest.mark.parametrize("memory", [{"measured": False, "reason": "simulated mps"}, {"measured": True},
+                                    {"measured": True, "samples": "x", "growth": {}}, None])
+def test_memory_not_measured_or_malformed_shows_nothing(project, memory):
+    name = write(project / "verify.json", verify_report(memory=memory, known_wrong=[{"issue": "javascript:x"}]))
+    for output_format in ("markdown", "html", "json"):
+        result = run("report", "--output-format", output_format, "--verify-report", name, "code")
+        assert result.exit_code == 0, result.output
+        assert "memory per step" not in result.stdout and 'href="javascript' not in result.stdout

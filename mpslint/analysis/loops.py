@@ -327,12 +327,21 @@ class HotLoops:
         steps: Dict[ast.AST, Set[str]] = {}  # loop or function -> step kinds run directly in it
         local_calls: List[Tuple[ast.AST, List[FunctionNode]]] = []
         candidates: Dict[ast.AST, List[ast.Call]] = {}  # loop -> its calls that may move or feed data
+        placed: List[Tuple[ast.Call, ast.AST, List[FunctionNode]]] = []
+        called: Set[ast.AST] = set()
         for call in tree.of_type(ast.Call):
-            kind = self._step_kind(call)  # type: ignore[arg-type]
-            callees = self.local_callees(call)  # type: ignore[arg-type]
             owner = self._innermost(call)
             if owner is None:
                 continue
+            callees = self.local_callees(call)  # type: ignore[arg-type]
+            placed.append((call, owner, callees))  # type: ignore[arg-type]
+            called.update(callees)
+        for call, owner, callees in placed:
+            # A function's own steps count only where this file calls it (they pass to the caller's loop):
+            # the step questions, which ask the device flow, are not asked of calls in other functions.
+            if type(owner) not in _LOOPS and owner not in called:
+                continue
+            kind = self._step_kind(call)
             if kind is None and type(owner) in _LOOPS and _may_pass_data(call):  # type: ignore[arg-type]
                 candidates.setdefault(owner, []).append(call)  # type: ignore[arg-type]
             if kind is None and not callees:

@@ -14,7 +14,7 @@ from html import escape
 from typing import Iterable, List, Optional
 
 from mpslint import __version__
-from mpslint.report import charts
+from mpslint.report import charts, runtime
 from mpslint.report.impact import FAILS, LABELS, OTHER, SLOWS
 from mpslint.report.model import Counts, FileRow, OpRow, Report, RuntimeRun
 from mpslint.report.verdict import directories, plural
@@ -361,6 +361,11 @@ def _run(run: RuntimeRun, script: str) -> str:
     for err in run.errors:
         items.append(f"<li>{_loc(err.get('location'))}<strong>{e(err.get('type', 'error'))}</strong>: "
                      f"{e(err.get('message', ''))}</li>")
+    for k in run.known_wrong:
+        items.append(f"<li>{_loc(k.get('location'))}<strong>known silently wrong result</strong>: {e(k.get('title', '?'))} "
+                     f"{e(_times(k.get('count')))} ({_public_link(k.get('issue'))}; {e(k.get('releases', ''))})</li>")
+    for line in runtime.memory_lines(run):
+        items.append(f"<li>{e(line)}</li>")
     cold = sum(1 for s in run.syncs if not s.get("hot"))
     if cold:
         items.append(f"<li>{e(plural(cold, 'other host sync'))} (not in most steps)</li>")
@@ -373,6 +378,13 @@ def _run(run: RuntimeRun, script: str) -> str:
     return (f'<h3>{script} <span class="badge {e(run.verdict)}">{e(run.verdict.upper())}</span></h3>'
             f'<p class="meta">{e(", ".join(f for f in facts if f))}; from <code>{e(run.source)}</code></p>'
             f"{events}{static}")
+
+
+def _public_link(url: object) -> str:
+    """A link to a public page; anything else a report file holds (it may be edited by hand) stays text."""
+    if isinstance(url, str) and url.startswith("https://"):
+        return f'<a href="{e(url)}">{e(url)}</a>'
+    return e(url or "")
 
 
 def _times(count: object) -> str:

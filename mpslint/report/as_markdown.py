@@ -18,6 +18,7 @@ from mpslint import __version__
 from mpslint.catalog import DOCS_URL
 from mpslint.report.as_html import entry_points_note, op_status, recount_note
 from mpslint.report.impact import LABELS
+from mpslint.report import runtime
 from mpslint.report.model import Report, RuntimeRun
 from mpslint.report.verdict import directories, plural
 
@@ -213,6 +214,10 @@ def _run(run: RuntimeRun) -> List[str]:
                        f"× {text(s.get('count'))}")
     for err in run.errors:
         out.append(f"  - line {text(_row(err))}: {text(err.get('type', 'error'))}: {text(err.get('message', ''))}")
+    for k in run.known_wrong:
+        out.append(f"  - line {text(_row(k))}: known silently wrong result: {text(k.get('title', '?'))} "
+                   f"× {text(k.get('count'))} ({text(k.get('issue', ''))}; {text(k.get('releases', ''))})")
+    out += [f"  - {text(line)}" for line in runtime.memory_lines(run)]
     confirmed = [s for s in run.static if s.get("status") == "confirmed"]
     if confirmed:
         out.append("  - confirms " + ", ".join(f"{text(s.get('code'))} line {text(s.get('row'))}" for s in confirmed))

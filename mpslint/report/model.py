@@ -120,6 +120,8 @@ class RuntimeRun:
     syncs: List[dict] = field(default_factory=list)
     errors: List[dict] = field(default_factory=list)
     static: List[dict] = field(default_factory=list)
+    known_wrong: List[dict] = field(default_factory=list)  # calls matching a known silently wrong result
+    memory: Optional[dict] = None  # device memory per step and its growth (a real Mac only)
 
 
 @dataclass

@@ -15,6 +15,7 @@ import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from mpslint.report.model import FileRow, RuntimeRun
+from mpslint.verify.report import memory_lines as _verify_memory_lines
 
 Statuses = Dict[str, Dict[Tuple[str, int], str]]  # display path -> (code, row) -> status
 
@@ -45,6 +46,8 @@ def load(paths: Sequence[str], displays: Sequence[str]) -> Tuple[Statuses, List[
                 syncs=_records(data, "syncs"),
                 errors=_records(data, "errors"),
                 static=_records(data, "static"),
+                known_wrong=_records(data, "known_wrong"),
+                memory=data["memory"] if isinstance(data.get("memory"), dict) else None,
             )
             runs.append(run)
             if display is not None:
@@ -79,6 +82,18 @@ def read(path: str) -> List[dict]:
             raise RuntimeReportError(f"{path} is not an `mpslint verify --output-format json` report "
                                      f"(it needs the fields {', '.join(REQUIRED)})")
     return reports
+
+
+def memory_lines(run: RuntimeRun) -> List[str]:
+    """What ``mpslint verify`` printed about device memory for this run (a real Mac measures it; the
+    simulator cannot); empty when it measured nothing or the entry is not verify's shape."""
+    found = run.memory
+    if not found or not found.get("measured"):
+        return []
+    try:
+        return [line.strip() for line in _verify_memory_lines(found, found.get("clock"))]
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError):  # edited by hand, or another version's
+        return []
 
 
 def _records(data: dict, key: str) -> List[dict]:

@@ -468,7 +468,7 @@ def render_text(verdict: Verdict) -> str:
                 lines.append(f"    not confirmed in this run: {_not_confirmed(w['reason'], r)}")
             lines.append(f"    {w['rule']}: set it before the first torch import, or where Python starts "
                          f"({w['variable']}={w['value']} python {r['script']}); {w['url']}")
-    lines.extend(_memory_lines(r.get("memory"), verdict.step_clock))
+    lines.extend(memory_lines(r.get("memory"), verdict.step_clock))
     hot = [s for s in r["syncs"] if s["hot"]]
     if hot:
         lines.append("hot host syncs (in most steps):")
@@ -486,7 +486,8 @@ def render_text(verdict: Verdict) -> str:
     return "\n".join(lines)
 
 
-def _memory_lines(found: Optional[Dict[str, Any]], clock: Optional[str]) -> List[str]:
+def memory_lines(found: Optional[Dict[str, Any]], clock: Optional[str]) -> List[str]:
+    """The report's ``memory`` entry as text: what was held at the first and last step, and any growth."""
     if not found:
         return []
     if not found["measured"]:
