@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import AbstractSet, Dict, List, Optional, Sequence
 
 from mpslint.analysis.package_helper import MAX_BYTES, imported_files
 from mpslint.writing import read_file
@@ -26,12 +26,15 @@ from mpslint.writing import read_file
 _VISITING = -1
 
 
-def waves(paths: Sequence[str]) -> List[List[int]]:
-    """Indexes into ``paths``, grouped in waves to fix one after the other (each wave in the order given)."""
+def waves(paths: Sequence[str], homes: AbstractSet[int] = frozenset()) -> List[List[int]]:
+    """Indexes into ``paths``, grouped in waves to fix one after the other (each wave in the order given).
+
+    ``homes`` (``helper_home.py``) are ordered too, CUDA or not: they give the helper to the files importing them.
+    """
     resolved: Dict[Path, int] = {}
     trees: Dict[int, ast.Module] = {}
     for i, path in enumerate(paths):
-        tree = _cuda_module(path)
+        tree = cuda_module(path, i in homes)
         if tree is not None:
             try:
                 resolved[Path(path).resolve()] = i
@@ -66,14 +69,14 @@ def _level(start: int, imports: Dict[int, List[int]], level: Dict[int, int]) -> 
             stack.append((child, iter(imports[child])))
 
 
-def _cuda_module(path: str) -> Optional[ast.Module]:
+def cuda_module(path: str, home: bool = False) -> Optional[ast.Module]:
     if not path.endswith(".py"):
         return None
     try:
         data = read_file(path)  # a FIFO named like a module is not read: that would never end
         if len(data) > MAX_BYTES:
             return None
-        if b"cuda" not in data:
+        if b"cuda" not in data and not home:
             return None
         return ast.parse(data)
     except (OSError, SyntaxError, ValueError):

@@ -53,6 +53,7 @@ class Task:
     settings: int  # index into the run's settings table (sent to each worker once)
     missed: Optional[str] = None  # the cache key this run already looked up and missed
     fixed: Tuple[Tuple[str, str], ...] = ()  # --diff: (path, text) of the files this run fixed before this one
+    home: bool = False  # gets pick_device() for the run's files that import it (helper_home.py)
 
 
 def usable_cpus() -> int:
@@ -112,8 +113,13 @@ def run(
     groups = [pending]
     if mode.fixing and len(pending) > 1:
         from mpslint.fix_order import waves
+        from mpslint.helper_home import plan
 
-        groups = [[pending[k] for k in wave] for wave in waves([tasks[i].path for i in pending])]
+        paths = [tasks[i].path for i in pending]
+        homes = plan(paths, [table[tasks[i].settings] for i in pending])
+        for k in homes:
+            tasks[pending[k]] = replace(tasks[pending[k]], home=True)
+        groups = [[pending[k] for k in wave] for wave in waves(paths, homes)]
     fixed_texts: Dict[str, str] = {}  # --diff: what the run's earlier waves would write (package_helper reads it)
     with _sigterm_unwinds(mode.fix):
         for group in groups:
@@ -248,7 +254,8 @@ class _State:
             from mpslint.analysis.package_helper import use_fixed_sources
 
             use_fixed_sources(dict(task.fixed))
-        return process_file(task.path, task.display, settings, self.mode, cache=self.cache, data=data, missed=task.missed)
+        return process_file(task.path, task.display, settings, self.mode, cache=self.cache, data=data, missed=task.missed,
+                            home=task.home)
 
 
 _WORKER: Optional[_State] = None
@@ -352,8 +359,9 @@ def process_file(
     cache=None,
     data: Optional[bytes] = None,
     missed: Optional[str] = None,
+    home: bool = False,
 ) -> FileResult:
-    """Check or fix one file on disk.
+    """Check or fix one file on disk (``home``: give it ``pick_device()`` too, see ``helper_home.py``).
 
     ``data`` is the file's bytes when the caller already read them; ``missed``
     is a cache key the caller looked up and missed: a file that still has that
@@ -373,7 +381,7 @@ def process_file(
         hit = cache.get(key, _current_digest) if key != missed else None
         if hit is not None:
             return FileResult(display, hit, cached=True)
-    result = process_bytes_safely(data, display, settings, mode, target=path)
+    result = process_bytes_safely(data, display, settings, mode, target=path, home=home)
     if key is not None and result.error is None and not _unreadable(result):
         cache.put(key, result.diagnostics, result.depends)
     return result
@@ -398,10 +406,11 @@ def _unreadable(result: FileResult) -> bool:
     return any(d.code == IO_ERROR for d in result.diagnostics)
 
 
-def process_bytes_safely(data: bytes, display: str, settings: Settings, mode: Mode, *, target: Optional[str] = None) -> FileResult:
+def process_bytes_safely(data: bytes, display: str, settings: Settings, mode: Mode, *, target: Optional[str] = None,
+                         home: bool = False) -> FileResult:
     """``process_bytes``, but a crash outside the rules (which the engine contains itself) fails this file only."""
     try:
-        return process_bytes(data, display, settings, mode, target=target)
+        return process_bytes(data, display, settings, mode, target=target, home=home)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # RecursionError, MemoryError, a bug in the engine or fixer
@@ -414,7 +423,8 @@ def process_bytes_safely(data: bytes, display: str, settings: Settings, mode: Mo
         )
 
 
-def process_bytes(data: bytes, display: str, settings: Settings, mode: Mode, *, target: Optional[str] = None) -> FileResult:
+def process_bytes(data: bytes, display: str, settings: Settings, mode: Mode, *, target: Optional[str] = None,
+                  home: bool = False) -> FileResult:
     """Check or fix one file's bytes; with ``mode.fix`` and a ``target``, write the fixed file there."""
     from mpslint.notebook import is_notebook
 
@@ -436,9 +446,14 @@ def process_bytes(data: bytes, display: str, settings: Settings, mode: Mode, *, 
 
     from mpslint.fixer import fix_text
 
-    outcome = fix_text(source.text, display, settings, unsafe=mode.unsafe, newline=source.newline)
+    text = source.text
+    if home:
+        from mpslint.helper_home import with_helper
+
+        text = with_helper(text, settings, source.newline) or text
+    outcome = fix_text(text, display, settings, unsafe=mode.unsafe, newline=source.newline)
     result = FileResult(display, outcome.diagnostics, fixed=outcome.fixed, warning=outcome.error, text=outcome.text)
-    if not outcome.changed:
+    if not outcome.changed and outcome.text == source.text:
         return result
     if mode.diff:
         result.diff = unified_diff(source.text, outcome.text, display)

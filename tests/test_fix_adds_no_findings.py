@@ -65,7 +65,47 @@ PROBES = {
         """,
         "2.0",
     ),
+    # Below torch 1.12 (PyTorch-VAE declares 1.6, BasicSR 1.7) the helper asks `hasattr(torch.backends, "mps")`,
+    # and below 2.0, where there is no `torch.mps` to import, an MPS branch asks `hasattr(torch, "mps")`.
+    "a test setUp moving a model, torch 1.6": (
+        """\
+        import unittest
+        import torch
+
+
+        class TestVAE(unittest.TestCase):
+            def setUp(self):
+                self.model = torch.nn.Linear(4, 2).cuda()
+        """,
+        "1.6",
+    ),
+    "empty_cache in a validation step, torch 1.7": (
+        """\
+        import torch
+
+
+        def validation(model, loader):
+            for x in loader:
+                out = model(x.cuda())
+                del out
+                torch.cuda.empty_cache()
+        """,
+        "1.7",
+    ),
+    "a timed inference, torch 1.4": (
+        """\
+        import time
+        import torch
+
+        model = torch.nn.Linear(4, 2).cuda()
+        start = time.time()
+        y = model(torch.ones(3, 4).cuda())
+        print(time.time() - start)
+        """,
+        "1.4",
+    ),
 }
+LOW_FLOORS = ("1.6", "2.0")  # every CUDA fixture again where torch.mps is missing, and where it is not imported
 
 
 def _texts():
@@ -78,6 +118,11 @@ def _texts():
             yield pytest.param(block, newest_known_torch(), id=f"{code}-Example-{i}")
     for name, (source, floor) in PROBES.items():
         yield pytest.param(textwrap.dedent(source), parse_torch_version(floor), id=name)
+    for floor in LOW_FLOORS:
+        for path in sorted((ROOT / "fixtures" / "cuda").glob("*.py")):
+            if not path.name.endswith(".fixed.py"):
+                yield pytest.param(path.read_text(encoding="utf-8"), parse_torch_version(floor),
+                                   id=f"{path.relative_to(ROOT)}@{floor}")
 
 
 @pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
@@ -104,3 +149,14 @@ def test_numpy_of_a_model_moved_back_to_the_cpu_gets_no_cpu():
     outcome = fix_text(text, "example.py", Settings(torch_version=parse_torch_version("2.0")))
     assert ".cpu().numpy()" not in outcome.text
     assert "MPS301" not in [d.code for d in check_text(text, "example.py", Settings()).diagnostics]
+
+
+@pytest.mark.parametrize("floor", ["1.7", "2.0", "2.1"])
+def test_an_mps_branch_runs_on_the_floor(floor):
+    """``import torch.mps`` fails before 2.0 (no such module) and is needed on 2.0 (``import torch`` leaves it out)."""
+    text = textwrap.dedent(PROBES["empty_cache in a validation step, torch 1.7"][0])
+    fixed = fix_text(text, "example.py", Settings(torch_version=parse_torch_version(floor))).text
+    assert ("import torch.mps\n" in fixed) == (floor == "2.0")
+    assert ('elif device.type == "mps" and hasattr(torch, "mps"):' in fixed) == (floor == "1.7"), fixed
+    assert "torch.mps.empty_cache()" in fixed
+    compile(fixed, "example.py", "exec")

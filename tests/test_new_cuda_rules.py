@@ -189,6 +189,9 @@ def test_mps109_a_package_importing_its_own_submodules_is_not_reported():
     ("import torch\nok = torch.mps.is_available()\n", "2.4", [2]),
     ("import torch\nn = torch.mps.device_count()\n", "2.3", [2]),
     ("import torch\nname = torch.backends.mps.get_name()\n", "2.8", [2]),
+    # a hasattr about another object or name is no guard of torch.backends.mps
+    ("import torch\nok = hasattr(torch, 'backends') and torch.backends.mps.is_available()\n", "1.6", [2]),
+    ("import torch\nok = hasattr(x, 'mps') and torch.backends.mps.is_available()\n", "1.6", [2]),
     # 2.0: `import torch` does not import torch.mps (once per file)
     ("import torch\ntorch.mps.synchronize()\ntorch.mps.empty_cache()\n", "2.0", [2]),
 ])
@@ -217,6 +220,9 @@ def test_mps112_with_no_floor_assumes_torch_2_0_and_says_so(tmp_path):
     ("import torch\nif hasattr(torch.mps, 'current_device'):\n    i = torch.mps.current_device()\n", None),
     ("import torch\ni = hasattr(torch.mps, 'is_available') and torch.mps.is_available()\n", "2.2"),
     ("import torch\ntry:\n    torch.mps.manual_seed_all(0)\nexcept AttributeError:\n    pass\n", None),
+    # the module itself asked for: the helper and the MPS branches a fix writes below torch 1.12 and 2.0
+    ("import torch\nok = hasattr(torch.backends, 'mps') and torch.backends.mps.is_available()\n", "1.6"),
+    ("import torch\nif d.type == 'mps' and hasattr(torch, 'mps'):\n    torch.mps.empty_cache()\n", "1.7"),
     ("import torch\ntorch.mps.current_device = lambda: 0\n", None),
     ("import torch\nm = torch.mps._is_in_bad_fork()\n", None),
     ("import torch\ntorch.mps.profiler.start()\nx = torch.mps.recommended_max_memory()\n", "2.13"),

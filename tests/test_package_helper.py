@@ -104,6 +104,19 @@ def test_modules_without_a_usable_helper_leave_the_inline_one(tmp_path, module):
     assert "def pick_device" in _fix(path)
 
 
+@pytest.mark.parametrize("body", [
+    "def run(pick_device):\n    return torch.ones(1).cuda(), pick_device\n",
+    "def run():\n    pick_device = 3\n    return torch.ones(1).cuda(), pick_device\n",
+])
+def test_a_file_that_uses_the_helpers_name_for_something_else_keeps_its_own(package, body):
+    """Importing ``pick_device`` would make ``pick_device()`` call the file's own name (a parameter, a local)."""
+    path = package / "proj" / "train.py"
+    path.write_text(f"import torch\nfrom .utils import load\n\n\n{body}", encoding="utf-8")
+    out = _fix(path)
+    assert "from .utils import load\n" in out and "def pick_torch_device" in out
+    assert "device = pick_torch_device()" in out
+
+
 def test_a_module_the_file_does_not_import_is_not_used(package):
     path = package / "proj" / "train.py"
     path.write_text("import torch\n\nx = torch.ones(1).cuda()\n", encoding="utf-8")

@@ -152,3 +152,13 @@ def test_trap_no_memory_line_under_simulate_and_none_without_growth(project):
     name = write(project / "verify2.json", verify_report(simulated=False, memory=steady))
     out = run("report", "--verify-report", name, "code").stdout
     assert "memory per step" in out and "memory grows" not in out
+
+
+@pytest.mark.parametrize("memory", [{"measured": False, "reason": "simulated mps"}, {"measured": True},
+                                    {"measured": True, "samples": "x", "growth": {}}, None])
+def test_memory_not_measured_or_malformed_shows_nothing(project, memory):
+    name = write(project / "verify.json", verify_report(memory=memory, known_wrong=[{"issue": "javascript:x"}]))
+    for output_format in ("markdown", "html", "json"):
+        result = run("report", "--output-format", output_format, "--verify-report", name, "code")
+        assert result.exit_code == 0, result.output
+        assert "memory per step" not in result.stdout and 'href="javascript' not in result.stdout

@@ -197,7 +197,7 @@ def test_fix_is_unsafe_and_synchronizes_before_the_read():
 def test_fix_before_torch_2_6_checks_each_accelerator(floor):
     source = script("start = time.time()\ny = model(x)\nprint(time.time() - start)\n")
     fixed = fix(source, ["MPS205"], unsafe=True, torch_version=floor).text
-    assert fixed == script("""\
+    expected = script("""\
         start = time.time()
         y = model(x)
         if torch.cuda.is_available():
@@ -206,7 +206,21 @@ def test_fix_before_torch_2_6_checks_each_accelerator(floor):
             torch.mps.synchronize()
         print(time.time() - start)
         """)
+    if floor is None:  # torch 2.0 assumed, whose `import torch` leaves torch.mps out (as MPS104's fix does)
+        expected = expected.replace("import torch\n", "import torch\nimport torch.mps\n", 1)
+    assert fixed == expected
     assert rows(fixed, "MPS205", torch_version=floor) == []
+
+
+@pytest.mark.parametrize("floor", ["1.4", "1.13"])
+def test_fix_where_torch_mps_is_missing_asks_for_it(floor):
+    """Below 2.0 there is no torch.mps to import (and below 1.12 no torch.backends.mps): the branch asks first."""
+    source = script("start = time.time()\ny = model(x)\nprint(time.time() - start)\n")
+    fixed = fix(source, ["MPS205"], unsafe=True, torch_version=floor).text
+    backends = 'hasattr(torch.backends, "mps") and ' if floor == "1.4" else ""
+    assert f'elif {backends}torch.backends.mps.is_available() and hasattr(torch, "mps"):\n' in fixed
+    assert "import torch.mps" not in fixed
+    assert rows(fixed, "MPS112", torch_version=floor) == []
 
 
 @pytest.mark.parametrize("body", [

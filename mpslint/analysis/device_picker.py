@@ -159,6 +159,8 @@ class DevicePicker:
         if setting == "inline" and self.helper_def is None and not self.helper_bound:
             # A helper in a module of this package that the file already imports: import it, not a copy.
             found = package_helper(ctx, DEFAULT_HELPER, self.anchor.end_lineno if self.anchor is not None else 0)
+            if found is not None and found[0] is not None and found[1] in _names_used(self.tree):
+                found = None  # `def run(pick_device):`: importing the name would call the file's own one instead
             if found is not None:
                 self.import_from, self.helper = found
                 # `utils.pick_device`: called through the module the file already imports, nothing to add.
@@ -686,6 +688,21 @@ def torch_alias(ctx) -> Optional[str]:
 
 # `import torch` imports `torch.mps` from torch 2.1 on (pytorch/pytorch#100165, fixed by #98837).
 TORCH_MPS_IMPORTED_BY_TORCH = (2, 1)
+TORCH_MPS_MODULE = (2, 0)  # torch.mps first exists (pytorch/pytorch#94649)
+
+
+def mps_module_call(ctx, floor: Tuple[int, int]) -> Optional[Tuple[str, Tuple[NodeEdit, ...]]]:
+    """(what an MPS branch's test adds, the edits) so that a ``torch.mps.X()`` in it runs on the project's floor.
+
+    Before 2.0 there is no ``torch.mps`` module: ``import torch.mps`` would fail wherever the file is imported,
+    so the branch also asks ``hasattr(torch, "mps")`` (MPS112 reads that as the guard it is). From 2.0 on,
+    ``torch_mps_import``.
+    """
+    if floor < TORCH_MPS_MODULE:
+        torch = torch_alias(ctx)
+        return (f' and hasattr({torch}, "mps")', ()) if torch is not None else None
+    importing = torch_mps_import(ctx, floor)
+    return None if importing is None else ("", importing)
 
 
 def torch_mps_import(ctx, floor: Tuple[int, int]) -> Optional[Tuple[NodeEdit, ...]]:

@@ -16,6 +16,10 @@ fixed texts of its earlier files here (``use_fixed_sources``) and they are read
 instead of the files on disk. A file fixed alone (pre-commit) reads only the
 disk: it never imports a name its module does not have yet.
 
+A module that imports the helper at its top level from the package module
+defining it (``from .util import pick_device``, what ``helper_home.py`` writes)
+counts as having it.
+
 A helper home that imports this file back (directly or through other modules
 of the package) is not used: whichever of the two Python imports first would
 ask the other for a name it has not defined yet.
@@ -66,10 +70,26 @@ def package_helper(ctx, preferred: str, bound_by: int = 0) -> Optional[Tuple[Opt
         return None
     for module, candidates, bound, line in _imported_modules(ctx.module, path):
         for candidate in candidates:
-            tree = _parse(candidate)
-            name = _helper_in(tree, preferred) if tree is not None else None
-            if name is not None and not _imports_back(candidate, tree, path):  # type: ignore[arg-type]
+            tree = parse_file(candidate)
+            name = None
+            if tree is not None:
+                name = helper_in(tree, preferred) or _imported_helper(tree, candidate, preferred, path)
+            if name is not None and not imports_back(candidate, tree, path):  # type: ignore[arg-type]
                 return (None, f"{bound}.{name}") if bound and line <= bound_by else (module, name)
+    return None
+
+
+def _imported_helper(tree: ast.Module, at: Path, preferred: str, path: Path) -> Optional[str]:
+    """``preferred`` where the module imports it at its top level from a module of the package that defines it
+    (``from .util import pick_device``: the module a shared helper home gave it to, ``helper_home.py``)."""
+    for stmt in tree.body:
+        if type(stmt) is not ast.ImportFrom or not any(a.name == preferred and a.asname is None for a in stmt.names):
+            continue
+        for found in imported_files(ast.Module(body=[stmt], type_ignores=[]), at):
+            home = parse_file(found)
+            if found != path and home is not None and helper_in(home, preferred) == preferred \
+                    and not imports_back(found, home, path):
+                return preferred
     return None
 
 
@@ -78,7 +98,7 @@ def imported_files(module: ast.Module, path: Path) -> List[Path]:
     return [p for _, files, _, _ in _imported_modules(module, path) for p in files]
 
 
-def _imports_back(home: Path, tree: ast.Module, path: Path) -> bool:
+def imports_back(home: Path, tree: ast.Module, path: Path) -> bool:
     """``home`` imports ``path`` at its top level, directly or through other modules of the package."""
     seen = {home}
     queue = [(home, tree)]
@@ -89,7 +109,7 @@ def _imports_back(home: Path, tree: ast.Module, path: Path) -> bool:
                 return True
             if found not in seen:
                 seen.add(found)
-                parsed = _parse(found)
+                parsed = parse_file(found)
                 if parsed is not None:
                     queue.append((found, parsed))
     return False
@@ -133,7 +153,7 @@ def _files(base: Path, parts: List[str]) -> List[Path]:
     return [p for p in (target.with_suffix(".py"), target / "__init__.py") if p.is_file()]
 
 
-def _parse(path: Path) -> Optional[ast.Module]:
+def parse_file(path: Path) -> Optional[ast.Module]:
     try:
         fixed = _FIXED.get(path)
         if fixed is not None:
@@ -146,7 +166,7 @@ def _parse(path: Path) -> Optional[ast.Module]:
         return None
 
 
-def _helper_in(tree: ast.Module, preferred: str) -> Optional[str]:
+def helper_in(tree: ast.Module, preferred: str) -> Optional[str]:
     named = None
     for stmt in tree.body:
         if type(stmt) is not ast.FunctionDef or _required(stmt) or not _returns_devices(stmt):

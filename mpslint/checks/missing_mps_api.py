@@ -47,7 +47,7 @@ class MissingMpsApi(Rule):
                 self._check(node, node.module, alias.name, fixable=False)
 
     def _check(self, node: ast.AST, module: str, member: str, fixable: bool = True) -> None:
-        if member.startswith("_") or self._guarded(node, member) or (module, member) in self._shimmed():
+        if member.startswith("_") or self._guarded(node, module, member) or (module, member) in self._shimmed():
             return
         declared = self.ctx.settings.torch_version
         floor = versions.floor_of(declared)
@@ -82,15 +82,19 @@ class MissingMpsApi(Rule):
 
     # ------------------------------------------------------------- guards
 
-    def _guarded(self, node: ast.AST, member: str) -> bool:
-        """Under ``hasattr(..., "member")``, or in a ``try`` that catches AttributeError."""
+    def _guarded(self, node: ast.AST, module: str, member: str) -> bool:
+        """Under ``hasattr(..., "member")``, or ``hasattr(torch.backends, "mps")`` (the module itself: the helper
+        a fix writes below torch 1.12), or in a ``try`` that catches AttributeError."""
         tree = self.ctx.tree
+        owner, _, last = module.rpartition(".")
+        asks = (lambda test: _asks_hasattr(test, member)
+                or any(self.ctx.qualify(obj) == owner for obj in _hasattr_objects(test, last)))
         child = node
         for parent in tree.ancestors(node):
             cls = type(parent)
-            if cls in (ast.If, ast.IfExp, ast.While) and child is not parent.test and _asks_hasattr(parent.test, member):
+            if cls in (ast.If, ast.IfExp, ast.While) and child is not parent.test and asks(parent.test):
                 return True
-            if cls is ast.BoolOp and any(_asks_hasattr(v, member) for v in parent.values if v is not child):
+            if cls is ast.BoolOp and any(asks(v) for v in parent.values if v is not child):
                 return True
             if cls is ast.Try and child in parent.body and any(_catches(h) for h in parent.handlers):
                 return True
@@ -156,11 +160,15 @@ class MissingMpsApi(Rule):
 
 
 def _asks_hasattr(test: ast.AST, member: str) -> bool:
+    return next(_hasattr_objects(test, member), None) is not None
+
+
+def _hasattr_objects(test: ast.AST, name: str):
+    """The objects ``test`` asks ``hasattr(obj, name)`` of."""
     for node in ast.walk(test):
         if type(node) is ast.Call and type(node.func) is ast.Name and node.func.id == "hasattr" \
-                and len(node.args) == 2 and string_value(node.args[1]) == member:
-            return True
-    return False
+                and len(node.args) == 2 and string_value(node.args[1]) == name:
+            yield node.args[0]
 
 
 def _catches(handler: ast.ExceptHandler) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from mpslint.analysis.device_picker import mps_is_available, torch_mps_import
+from mpslint.analysis.device_picker import mps_is_available, mps_module_call
 from mpslint.analysis.syntax import dotted_name
 from mpslint.checks.base import FixSpec, NodeEdit, Rule, replace
 from mpslint.checks.cuda_imports import report_unused_import
@@ -101,10 +101,11 @@ class TorchCudaApi(Rule):
         ref = picker(self.ctx).device_ref(node)
         if ref is None:
             return None
-        # On torch 2.0, `import torch` leaves `torch.mps` out: the MPS branch would raise there.
-        importing = torch_mps_import(self.ctx, picker(self.ctx).floor)
-        if importing is None:
+        # On torch 2.0, `import torch` leaves `torch.mps` out, and before 2.0 there is none: the MPS branch would raise.
+        module = mps_module_call(self.ctx, picker(self.ctx).floor)
+        if module is None:
             return None
+        guard, importing = module
         indent = indent_of(self.ctx, statement)
         step = default_indent(self.ctx)
         mps = "empty_cache" if api.name == "empty_cache" else "synchronize"
@@ -120,7 +121,7 @@ class TorchCudaApi(Rule):
             edits = ()
         text = (
             f'if {cuda_test}:\n{indent}{step}{self.ctx.text(node)}\n'
-            f'{indent}elif {mps_test}:\n{indent}{step}{torch}.mps.{mps}()'
+            f'{indent}elif {mps_test}{guard}:\n{indent}{step}{torch}.mps.{mps}()'
         )
         return FixSpec.safe(f"Call it on CUDA, and `torch.mps.{mps}()` on MPS", replace(statement, text), *edits,
                             *importing)

@@ -17,11 +17,12 @@ import bisect
 from typing import Dict, List, Optional, Tuple
 
 from mpslint.analysis.cuda_context import CudaContext
+from mpslint.analysis.device_picker import mps_is_available, mps_module_call
 from mpslint.analysis.device_flow import DEVICE_EVIDENCE, DeviceFlow, Kind
 from mpslint.analysis.loops import HotLoops
 from mpslint.analysis.syntax import dotted_name, positional
 from mpslint.analysis.tree import Scope, Tree
-from mpslint.checks.base import FixSpec, Rule, insert_before, short
+from mpslint.checks.base import FixSpec, NodeEdit, Rule, insert_before, short
 from mpslint.checks.hot_loop_syncs import is_synchronize
 from mpslint.checks.rewriting import default_indent, indent_of, starts_line, torch_name
 from mpslint.knowledge.cuda_api import floor_of
@@ -365,12 +366,19 @@ class UnsynchronizedTiming(Rule):
             return None
         indent = indent_of(ctx, statement)
         step = default_indent(ctx)
-        if floor_of(ctx.settings.torch_version) >= ACCELERATOR_SYNC:
+        floor = floor_of(ctx.settings.torch_version)
+        importing: Tuple[NodeEdit, ...] = ()
+        if floor >= ACCELERATOR_SYNC:
             lines = [f"if {torch}.accelerator.is_available():", f"{step}{torch}.accelerator.synchronize()"]
         else:
+            module = mps_module_call(ctx, floor)  # torch.mps: imported by `import torch` from 2.1, none before 2.0
+            if module is None:
+                return None
+            guard, importing = module
             lines = [
                 f"if {torch}.cuda.is_available():", f"{step}{torch}.cuda.synchronize()",
-                f"elif {torch}.backends.mps.is_available():", f"{step}{torch}.mps.synchronize()",
+                f"elif {mps_is_available(torch, floor)}{guard}:", f"{step}{torch}.mps.synchronize()",
             ]
         text = "".join(f"{line}\n{indent}" for line in lines)
-        return FixSpec.unsafe("Synchronize the accelerator before reading the clock", insert_before(statement, text))
+        return FixSpec.unsafe("Synchronize the accelerator before reading the clock", insert_before(statement, text),
+                              *importing)
