@@ -33,7 +33,7 @@ from pathlib import Path
 from dataclasses import replace
 from typing import Dict, FrozenSet, List, Optional, Sequence, Set
 
-from mpslint.analysis.device_picker import DEFAULT_HELPER, render_helper
+from mpslint.analysis.device_picker import DEFAULT_HELPER, names_used, render_helper
 from mpslint.analysis.package_helper import MAX_BYTES, helper_in, imported_files, imports_back, parse_file
 from mpslint.fix_order import cuda_module
 
@@ -98,7 +98,7 @@ def with_helper(text: str, settings, newline: str = "\n") -> Optional[str]:
         module = ast.parse(text)
     except (SyntaxError, ValueError):
         return None
-    if helper_in(module, DEFAULT_HELPER) is not None or DEFAULT_HELPER in _names(module):
+    if helper_in(module, DEFAULT_HELPER) is not None or DEFAULT_HELPER in names_used(ast.walk(module)):
         return None
     lines = text.splitlines(keepends=True)
     anchor = _leading_imports_end(module)
@@ -156,7 +156,7 @@ def _home_tree(path: Path) -> Optional[ast.Module]:
     tree = parse_file(path)
     if tree is None:
         return None
-    if helper_in(tree, DEFAULT_HELPER) is not None or DEFAULT_HELPER in _names(tree):
+    if helper_in(tree, DEFAULT_HELPER) is not None or DEFAULT_HELPER in names_used(ast.walk(tree)):
         return None
     if _leading_imports_end(tree) is None:
         return None
@@ -198,16 +198,3 @@ def _torch_name(module: ast.Module, anchor: ast.stmt) -> Optional[str]:
                     return alias.asname or "torch"
     return None
 
-
-def _names(module: ast.Module) -> Set[str]:
-    found: Set[str] = set()
-    for node in ast.walk(module):
-        if type(node) is ast.Name:
-            found.add(node.id)
-        elif type(node) in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-            found.add(node.name)  # type: ignore[attr-defined]
-        elif type(node) is ast.alias:
-            found.add((node.asname or node.name).split(".", 1)[0])  # type: ignore[attr-defined]
-        elif type(node) is ast.arg:
-            found.add(node.arg)  # type: ignore[attr-defined]
-    return found

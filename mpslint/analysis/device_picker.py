@@ -41,7 +41,7 @@ import ast
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from mpslint.analysis.argument_device import ArgumentDevices
 from mpslint.analysis.cuda_context import CudaContext, is_compound, is_cuda_literal
@@ -142,6 +142,7 @@ class DevicePicker:
         self.anchor = helper_anchor(ctx)
         self.helper_def: Optional[ast.AST] = None  # the module's own helper, reused
         self.helper_bound = False
+        self._used_names: Optional[Set[str]] = None
         if setting != "inline" and ":" in setting:
             self.import_from, self.helper = setting.split(":", 1)
             self.helper_def = _module_function(module, self.helper)
@@ -159,7 +160,7 @@ class DevicePicker:
         if setting == "inline" and self.helper_def is None and not self.helper_bound:
             # A helper in a module of this package that the file already imports: import it, not a copy.
             found = package_helper(ctx, DEFAULT_HELPER, self.anchor.end_lineno if self.anchor is not None else 0)
-            if found is not None and found[0] is not None and found[1] in _names_used(self.tree):
+            if found is not None and found[0] is not None and found[1] in self._used():
                 found = None  # `def run(pick_device):`: importing the name would call the file's own one instead
             if found is not None:
                 self.import_from, self.helper = found
@@ -182,6 +183,12 @@ class DevicePicker:
         self._usable: Optional[bool] = None
         self._padding: Optional[int] = None
 
+    def _used(self) -> Set[str]:
+        """The module's identifiers (``names_used``), collected once for the questions that need them."""
+        if self._used_names is None:
+            self._used_names = names_used(self.tree.nodes)
+        return self._used_names
+
     def _choose_helper(self) -> Tuple[str, Optional[ast.AST], bool]:
         """(name, the module's own definition or None, whether the name is already bound) of the picker to call.
 
@@ -190,9 +197,8 @@ class DevicePicker:
         bound once at module level and defined before any CUDA code, or imported with the
         leading imports. Otherwise the module's name is left alone and the helper gets a free one.
         """
-        used = _names_used(self.tree)
         for name in _helper_names():
-            if name not in used:
+            if name not in self._used():
                 return name, None, False
             bindings = _module_bindings(self.module, name)
             if len(bindings) != 1:
@@ -784,10 +790,10 @@ def _helper_names():
         number += 1
 
 
-def _names_used(tree) -> Set[str]:
-    """Every identifier the module binds or reads, in any scope: a new module-level name must be none of them."""
+def names_used(nodes: Iterable[ast.AST]) -> Set[str]:
+    """Every identifier ``nodes`` (a module's, in any scope) bind or read: a new module-level name must be none."""
     names: Set[str] = set()
-    for node in tree.nodes:
+    for node in nodes:
         cls = type(node)
         if cls is ast.Name:
             names.add(node.id)  # type: ignore[attr-defined]

@@ -142,25 +142,28 @@ def size_text(count: int) -> str:
     return f"{value:.2f} GiB"
 
 
-def growth_lines(found: Dict[str, Any]) -> List[str]:
+COUNTER_NAMES = {"current": "current_allocated_memory (live tensors)",
+                 "driver": "driver_allocated_memory (Metal's heaps)"}
+
+
+def growth_lines(found: Dict[str, Any], clock_name: str = "") -> List[str]:
     """What a verify report's ``memory`` says, one line each: the series' first and last step, then each counter
-    that grows (no advice: the callers add theirs)."""
+    that grows (no advice: the callers add theirs). ``clock_name`` says what a step is, where the caller knows."""
     if not found.get("measured"):
         return [f"memory: not measured: {found.get('reason')}"]
     samples = found.get("samples") or []
     if not samples:
         return []
     first, last = samples[0], samples[-1]
-    lines = [f"memory per step: Metal driver {size_text(first['driver_bytes'])} at step {first['step']}, "
+    per_step = f"memory per step ({clock_name})" if clock_name else "memory per step"
+    lines = [f"{per_step}: Metal driver {size_text(first['driver_bytes'])} at step {first['step']}, "
              f"{size_text(last['driver_bytes'])} at step {last['step']} (peak "
              f"{size_text(found['peak_driver_bytes'])}); tensors {size_text(first['current_bytes'])}, "
              f"{size_text(last['current_bytes'])} (peak {size_text(found['peak_current_bytes'])})"]
     growth = found.get("growth") or {}
     for counter in growth.get("growing", []):
-        name = {"current": "current_allocated_memory (live tensors)",
-                "driver": "driver_allocated_memory (Metal's heaps)"}[counter]
-        lines.append(f"memory grows every step: {name} rose over steps {growth['from_step']}-{growth['to_step']}, "
-                     f"about {size_text(growth['per_step_bytes'][counter])} a step")
+        lines.append(f"memory grows every step: {COUNTER_NAMES[counter]} rose over steps {growth['from_step']}-"
+                     f"{growth['to_step']}, about {size_text(growth['per_step_bytes'][counter])} a step")
     return lines
 
 

@@ -491,23 +491,15 @@ def _memory_lines(found: Optional[Dict[str, Any]], clock: Optional[str]) -> List
         return []
     if not found["measured"]:
         return [f"memory: not measured: {found['reason']}"]
-    first, last = found["samples"][0], found["samples"][-1]
-    lines = [f"memory per step ({_clock_name(clock)}): Metal driver {memory.size_text(first['driver_bytes'])} at step "
-             f"{first['step']}, {memory.size_text(last['driver_bytes'])} at step {last['step']} (peak "
-             f"{memory.size_text(found['peak_driver_bytes'])}); tensors {memory.size_text(first['current_bytes'])}, "
-             f"{memory.size_text(last['current_bytes'])} (peak {memory.size_text(found['peak_current_bytes'])})"]
+    head, *growing = memory.growth_lines(found, _clock_name(clock))
+    lines = [head]
     growth = found["growth"]
     if not growth["judged"]:
         lines.append(f"  growth not judged: {growth['reason']}")
-    for counter in growth["growing"]:
-        name = {"current": "current_allocated_memory (live tensors)",
-                "driver": "driver_allocated_memory (Metal's heaps)"}[counter]
-        lines.append(f"warning: memory grows every step: {name} rose over steps {growth['from_step']}-"
-                     f"{growth['to_step']}, about {memory.size_text(growth['per_step_bytes'][counter])} a step")
-    if growth["growing"]:
+    lines.extend(f"warning: {line}" for line in growing)
+    if growing:
         lines.append(f"    advice: {memory.ADVICE}")
     return lines
-
 
 
 def _not_confirmed(reason: str, r: Dict[str, Any]) -> str:
