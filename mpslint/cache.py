@@ -24,7 +24,9 @@ older than the moment it was hashed. An edit rewrites the ctime, whatever the
 editor (or ``touch -r``) does to the mtime and whatever the size; and a file
 written within the same clock tick as its hashing (a coarse file system) is
 hashed again next time, not trusted (git's "racily clean" entries). On Windows,
-where st_ctime is the creation time, files are always read and hashed.
+where st_ctime is the creation time, files are always read and hashed. Most
+files have no finding: the index also says so for them (with the module files
+their check read), so a warm run opens no entry for them either.
 
 Any problem with the cache (unreadable, corrupt, another version, a full
 disk) makes that entry a miss; the cache never fails a run. Writes are
@@ -122,6 +124,8 @@ class Cache:
         self._short: Dict[str, str] = {}
         self._stats_changed = False
         self.stat_hits = 0  # keys found from a file's stat, without reading it: what tests count
+        # key -> the dependencies of its entry, for keys the stat index says have no diagnostics
+        self._empty: Dict[str, Dict[str, str]] = {}
 
     def key(self, data: bytes, display_path: str, settings: Settings) -> str:
         fingerprint = self._settings.get(settings)
@@ -141,13 +145,16 @@ class Cache:
         if not _is_regular(st) or not STAT_CHANGE_TIME:
             return None
         entry = self._stat_index().get(self._stat_name(path, display_path, settings))
-        if not entry or len(entry) != 7 or entry[:5] != _signature(st):
+        if not entry or len(entry) not in (7, 8) or entry[:5] != _signature(st):
             return None
         hashed_at = entry[5]
         if max(st.st_mtime_ns, st.st_ctime_ns) > hashed_at - RACY_SECONDS * 10**9:
             return None
         self.stat_hits += 1
-        return str(entry[6])
+        key = str(entry[6])
+        if len(entry) == 8 and isinstance(entry[7], dict):
+            self._empty[key] = entry[7]
+        return key
 
     def remember(self, path: str, display_path: str, settings: Settings, st: os.stat_result, key: str,
                  hashed_at: int) -> None:
@@ -164,6 +171,19 @@ class Cache:
             return  # already trusted: rewriting the index would only cost time
         index[name] = entry
         self._stats_changed = True
+
+    def remember_result(self, path: str, display_path: str, settings: Settings, key: str,
+                        diagnostics: Sequence[Diagnostic], depends: Dict[str, str]) -> None:
+        """The check of the bytes with ``key`` found ``diagnostics``: when none, the stat index says so."""
+        if diagnostics or not STAT_CHANGE_TIME:
+            return
+        entry = self._stat_index().get(self._stat_name(path, display_path, settings))
+        if not entry or len(entry) not in (7, 8) or entry[6] != key:
+            return  # the index does not vouch for these bytes (a racy or changed file)
+        depends = dict(sorted(depends.items()))
+        if entry[7:] != [depends]:
+            entry[7:] = [depends]
+            self._stats_changed = True
 
     def save_index(self) -> None:
         """Write the stat index if this run changed it (atomically; a concurrent run's write may win)."""
@@ -208,6 +228,13 @@ class Cache:
     def get(self, key: str, current: Optional[Callable[[str], str]] = None) -> Optional[List[Diagnostic]]:
         """The entry's diagnostics; with ``current`` (path -> digest of its summary now), only while every
         module file the entry depends on still has the digest it had."""
+        empty = self._empty.get(key)
+        if empty is not None:
+            if empty and (current is None or any(current(path) != digest for path, digest in empty.items())):
+                self.misses += 1
+                return None
+            self.hits += 1
+            return []
         try:
             with open(self._entry(key), "rb") as handle:
                 payload = json.loads(handle.read())

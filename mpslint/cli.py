@@ -542,7 +542,7 @@ def _run_paths(paths: List[str], resolver, mode, force_exclude: bool, jobs, cach
     from mpslint.runner import run
 
     found = discover(paths, resolver, force_exclude=force_exclude)
-    files = [(str(path), shown(path.as_posix()), config.settings_for(path)) for path, config in found.files]
+    files = [(path, shown(path), config.settings_for(path)) for path, config in found.files]
     cache_path = None
     if not no_cache and not mode.fixing:
         from mpslint.cache import CACHE_DIR_NAME

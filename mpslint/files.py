@@ -18,7 +18,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from mpslint.config import ConfigResolver, ProjectConfig
 
@@ -27,7 +27,7 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 
 @dataclass
 class Discovery:
-    files: List[Tuple[Path, ProjectConfig]] = field(default_factory=list)
+    files: List[Tuple[str, ProjectConfig]] = field(default_factory=list)  # paths with "/", as shown
     errors: List[Tuple[str, str]] = field(default_factory=list)  # (path, message)
 
 
@@ -41,17 +41,22 @@ class _GitIgnore:
     def __init__(self, layers: Tuple[Tuple[Path, object], ...] = ()) -> None:
         self.layers = layers
 
-    def child(self, directory: Path) -> "_GitIgnore":
-        spec = _load_gitignore(directory / ".gitignore")
-        return _GitIgnore(self.layers + ((directory, spec),)) if spec is not None else self
+    def child(self, directory: Union[str, Path]) -> "_GitIgnore":
+        spec = _load_gitignore(os.path.join(directory, ".gitignore"))
+        if spec is None:
+            return self
+        return _GitIgnore(self.layers + ((os.path.join(os.path.abspath(directory), ""), spec),))
 
-    def ignored(self, path: Path, is_dir: bool) -> bool:
+    def ignored(self, path: Union[str, Path], is_dir: bool) -> bool:
+        """Whether the file or directory at ``path`` (absolute, normalized) is ignored."""
         verdict = None
-        for base, spec in self.layers:
-            try:
-                relative = path.relative_to(base).as_posix()
-            except ValueError:
+        path = str(path)
+        for base, spec in self.layers:  # base: an absolute directory ending in a separator
+            if not path.startswith(base):
                 continue
+            relative = path[len(base):]
+            if os.sep != "/":
+                relative = relative.replace(os.sep, "/")
             if is_dir:
                 relative += "/"
             for pattern in spec.patterns:
@@ -60,7 +65,7 @@ class _GitIgnore:
         return bool(verdict)
 
 
-def _load_gitignore(path: Path):
+def _load_gitignore(path: str):
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             lines = handle.read().splitlines()
@@ -127,7 +132,7 @@ def discover(
     force_exclude: bool = False,
 ) -> Discovery:
     found = Discovery()
-    seen_files: Dict[Path, None] = {}
+    seen_files: Dict[str, None] = {}  # absolute paths
     visited_dirs: set = set()
     for raw in paths:
         path = Path(raw)
@@ -145,9 +150,9 @@ def discover(
         if not is_dir:
             if force_exclude and _forced_out(absolute, config, resolver):
                 continue
-            if absolute not in seen_files:
-                seen_files[absolute] = None
-                found.files.append((path, config))
+            if str(absolute) not in seen_files:
+                seen_files[str(absolute)] = None
+                found.files.append((path.as_posix(), config))
             continue
         if force_exclude and _forced_out(absolute, config, resolver):
             continue
@@ -159,7 +164,7 @@ def discover(
                 # that ignore it as a whole would otherwise drop everything in it.
                 ignore = _GitIgnore()
         _walk(path, absolute, ignore, resolver, found, seen_files, visited_dirs)
-    found.files.sort(key=lambda item: item[0].as_posix())
+    found.files.sort(key=lambda item: item[0])
     found.errors.sort()
     return found
 
@@ -182,55 +187,73 @@ def _walk(
     ignore: _GitIgnore,
     resolver: ConfigResolver,
     found: Discovery,
-    seen_files: Dict[Path, None],
+    seen_files: Dict[str, None],
     visited_dirs: set,
 ) -> None:
-    # Iterative, so a deep tree cannot hit the recursion limit.
-    stack = [(display, absolute, ignore)]
+    # Iterative, so a deep tree cannot hit the recursion limit. Paths are strings inside the walk (a
+    # large tree has tens of thousands of entries); only the files kept become ``Path``s.
+    stack = [(display.as_posix(), str(absolute), ignore)]
     while stack:
-        display, absolute, ignore = stack.pop()
+        shown_dir, directory, ignore = stack.pop()
         try:
-            real = os.path.realpath(absolute)
+            st = os.stat(directory)
+            identity: object = (st.st_dev, st.st_ino)
         except OSError:
-            real = str(absolute)
-        if real in visited_dirs:
+            identity = directory
+        if identity in visited_dirs:
             continue  # a symlink loop, or a directory reached twice
-        visited_dirs.add(real)
-        config = resolver.for_directory(absolute)
-        if config.respect_gitignore:
-            ignore = ignore.child(absolute)
+        visited_dirs.add(identity)
         try:
-            with os.scandir(absolute) as entries:
+            with os.scandir(directory) as entries:
                 listing = sorted(entries, key=lambda e: e.name)
         except OSError as exc:
-            found.errors.append((display.as_posix(), exc.strerror or str(exc)))
+            found.errors.append((shown_dir, exc.strerror or str(exc)))
             continue
+        kinds = [(entry, _is_dir(entry)) for entry in listing]
+        files = frozenset(e.name for e, is_dir in kinds if not is_dir and _is_file(e))
+        resolver.listed(directory, files, frozenset(e.name for e in listing))
+        config = resolver.for_directory(Path(directory))
+        if config.respect_gitignore and ".gitignore" in files:
+            ignore = ignore.child(directory)
         subdirs = []
-        for entry in listing:
-            child_abs = absolute / entry.name
-            try:
-                is_dir = entry.is_dir()  # follows symlinks
-            except OSError:
-                is_dir = False
+        for entry, is_dir in kinds:
+            child_abs = os.path.join(directory, entry.name)
             if not is_dir and not config.is_included(child_abs):
                 continue
             if config.is_excluded(child_abs):
                 continue
             if config.respect_gitignore and ignore.ignored(child_abs, is_dir):
                 continue
-            child_display = display / entry.name
+            child_shown = _child(shown_dir, entry.name)
             if is_dir:
-                subdirs.append((child_display, child_abs, ignore))
+                subdirs.append((child_shown, child_abs, ignore))
                 continue
-            try:
-                is_file = entry.is_file()
-            except OSError:
-                is_file = False
-            if not is_file:
+            if not _is_file(entry):
                 if entry.is_symlink():
-                    found.errors.append((child_display.as_posix(), "broken symbolic link"))
+                    found.errors.append((child_shown, "broken symbolic link"))
                 continue
             if child_abs not in seen_files:
                 seen_files[child_abs] = None
-                found.files.append((child_display, config))
+                found.files.append((child_shown, config))
         stack.extend(reversed(subdirs))
+
+
+def _child(shown_dir: str, name: str) -> str:
+    """``(Path(shown_dir) / name).as_posix()``, without making a Path."""
+    if shown_dir == ".":
+        return name
+    return f"{shown_dir}{name}" if shown_dir.endswith("/") else f"{shown_dir}/{name}"
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()  # follows symlinks
+    except OSError:
+        return False
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False

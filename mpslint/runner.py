@@ -129,6 +129,10 @@ def run(
                 group_tasks = {i: tasks[i] for i in group}
             for i, result in zip(group, _process(group, group_tasks, read, table, mode, cache_dir, cache, jobs)):
                 results[i] = result
+                task = tasks[i]
+                if cache is not None and task.missed and result.error is None and not result.cached:
+                    cache.remember_result(task.path, task.display, table[task.settings], task.missed,
+                                          result.diagnostics, result.depends)
                 if mode.diff and result.diff is not None and result.text is not None and _may_define_helper(
                         tasks[i].path, result.text):
                     fixed_texts[tasks[i].path] = result.text

@@ -22,7 +22,7 @@ def print_files(paths: Sequence[str], resolver: ConfigResolver, force_exclude: b
 
     found = discover(paths, resolver, force_exclude=force_exclude)
     for path, _ in found.files:
-        click.echo(path.as_posix())
+        click.echo(path)
     for path, message in found.errors:
         click.echo(f"error: {path}: {message}", err=True)
     return 0
@@ -34,7 +34,7 @@ def print_settings(paths: Sequence[str], resolver: ConfigResolver, force_exclude
 
     found = discover(paths, resolver, force_exclude=force_exclude)
     if found.files:
-        path, config = found.files[0]
+        path, config = Path(found.files[0][0]), found.files[0][1]
     else:
         path = Path(paths[0])  # a named file that is excluded, or stdin's --stdin-filename
         config = resolver.for_path(path)

@@ -22,7 +22,7 @@ def touch(root: Path, *names: str) -> None:
 def found(root: Path, *paths: str, force_exclude: bool = False, overrides: Overrides = Overrides()):
     os.chdir(root)
     result = discover(list(paths) or ["."], ConfigResolver(overrides, cwd=root), force_exclude=force_exclude)
-    return [p.as_posix() for p, _ in result.files], result.errors
+    return [p for p, _ in result.files], result.errors
 
 
 @pytest.fixture(autouse=True)

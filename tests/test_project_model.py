@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import textwrap
 from pathlib import Path
 
@@ -434,6 +435,30 @@ def test_a_changed_summary_rechecks_its_importers_and_nothing_else(tmp_path):
     after_change = checked()
     assert after_change["train.py"] == (False, [])
     assert after_change["other.py"][0]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="Windows: ctime is the creation time, no stat index")
+def test_a_file_the_stat_index_says_has_no_finding_is_checked_again_when_its_imports_change(tmp_path, monkeypatch):
+    # A warm run serves a file with no finding from the stat index alone (cache.py): it opens no entry,
+    # yet the summaries it depends on are still compared.
+    import time
+    from types import SimpleNamespace
+
+    from mpslint import runner
+    from mpslint.runner import Mode, run
+
+    # The files look older than the index's racy window, so the index vouches for them.
+    monkeypatch.setattr(runner, "time", SimpleNamespace(time_ns=lambda: time.time_ns() + 10**10))
+    write(tmp_path, {"helpers.py": HELPERS.replace("return out", "return torch.zeros(1)"), "train.py": TRAIN})
+    files = [(str(tmp_path / name), name, Settings()) for name in ("helpers.py", "train.py")]
+    cache_dir = tmp_path / "cache"
+    assert [r.diagnostics for r in run(files, Mode(), cache_dir=cache_dir, jobs=1)] == [[], []]
+    for entry in cache_dir.glob("v*/??/*.json"):
+        entry.unlink()  # what a warm run needs for these two is in the stat index
+    assert all(r.cached for r in run(files, Mode(), cache_dir=cache_dir, jobs=1))
+    (tmp_path / "helpers.py").write_text(HELPERS)  # now it returns what it computes from a device tensor
+    result = run(files, Mode(), cache_dir=cache_dir, jobs=1)[1]
+    assert not result.cached and [d.code for d in result.diagnostics] == ["MPS201"]
 
 
 def test_a_new_module_where_an_import_pointed_rechecks_the_importer(tmp_path):

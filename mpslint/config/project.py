@@ -6,7 +6,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, Optional, Tuple, Union
 
 from mpslint.config.globs import PerFileIgnore, matcher
 from mpslint.config.settings import Settings
@@ -73,7 +73,7 @@ class ProjectConfig:
             cached = self._by_codes[codes] = self.settings.with_codes(codes)
         return cached
 
-    def is_included(self, path: Path) -> bool:
+    def is_included(self, path: Union[str, Path]) -> bool:
         """Whether a file met while walking a directory is checked (files named on the command line always are)."""
         if self._include_matcher is None:
             patterns = tuple(self.include) + tuple(self.extend_include)
@@ -85,13 +85,13 @@ class ProjectConfig:
             else:
                 self._include_matcher = matcher(patterns)
         if self._include_by_name:
-            return self._include_matcher(path.name)
+            return self._include_matcher(os.path.basename(path))
         return self._include_matcher(self.relative(path))
 
     def exclude_patterns(self) -> Tuple[str, ...]:
         return tuple(self.exclude) + tuple(self.extend_exclude)
 
-    def is_excluded(self, path: Path, *, check_parents: bool = False) -> bool:
+    def is_excluded(self, path: Union[str, Path], *, check_parents: bool = False) -> bool:
         """Whether ``path`` (or, with ``check_parents``, a directory above it up to the root) is excluded."""
         if self._exclude_matcher is None:
             self._exclude_matcher = matcher(self.exclude_patterns())

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, TypeVar
+from typing import Callable, Dict, FrozenSet, List, Optional, Tuple, TypeVar
 
 from mpslint.config.extend import extended_table
 from mpslint.config.project import ProjectConfig
 from mpslint.config.settings import Overrides
 from mpslint.config.table import build_config, load_config_file
 from mpslint.config.toml_file import CONFIG_FILES, mpslint_table, read_toml
-from mpslint.config.torch_floor import requirement_files
+from mpslint.config.torch_floor import is_requirements_file, requirement_files
 
 T = TypeVar("T")
 
@@ -43,6 +43,8 @@ class ConfigResolver:
         self._config_of: Dict[Path, Optional[ProjectConfig]] = {}
         self._project_of: Dict[Path, Optional[Path]] = {}
         self._defaults: Dict[Optional[Path], ProjectConfig] = {}
+        # directory -> (names of its regular files, all its names), as a walk listed them
+        self._listings: Dict[str, Tuple[FrozenSet[str], FrozenSet[str]]] = {}
         self.fixed: Optional[ProjectConfig] = load_config_file(config_path, overrides) if config_path else None
         if self.fixed is not None:
             self._note(self.fixed)
@@ -62,7 +64,15 @@ class ConfigResolver:
         config = _nearest(directory, self._config_of, self._config_in)
         if config is not None:
             return config
-        return self.defaults_for(_nearest(directory, self._project_of, _project_root))
+        return self.defaults_for(_nearest(directory, self._project_of, self._project_root))
+
+    def listed(self, directory: str, files: FrozenSet[str], names: FrozenSet[str]) -> None:
+        """What a walk found in ``directory`` (absolute): the names of its regular files and all its names.
+
+        Looking for config files and project markers then costs no ``stat`` per candidate name: a walk of a
+        large tree asks about every directory in it.
+        """
+        self._listings[directory] = (files, names)
 
     def defaults_for(self, project: Optional[Path]) -> ProjectConfig:
         """The defaults for files of the project rooted at ``project`` (None: files in no project)."""
@@ -79,9 +89,10 @@ class ConfigResolver:
     def _config_in(self, directory: Path) -> Optional[ProjectConfig]:
         if self.overrides.isolated:
             return None
+        listing = self._listings.get(str(directory))
         for name in CONFIG_FILES:
             candidate = directory / name
-            if not _is(candidate, Path.is_file):
+            if not (name in listing[0] if listing is not None else _is(candidate, Path.is_file)):
                 continue
             table = mpslint_table(candidate, read_toml(candidate))
             if table is None:
@@ -102,12 +113,16 @@ class ConfigResolver:
         config = self.fixed or self.for_directory(self.cwd)
         return config.root if config.path is not None else self.cwd
 
-
-def _project_root(directory: Path) -> Optional[Path]:
-    """``directory`` if it is a project's root: it declares dependencies or is a repository's top."""
-    if _is(directory / "pyproject.toml", Path.is_file) or _is(directory / ".git", Path.exists) or requirement_files(directory):
-        return directory
-    return None
+    def _project_root(self, directory: Path) -> Optional[Path]:
+        """``directory`` if it is a project's root: it declares dependencies or is a repository's top."""
+        listing = self._listings.get(str(directory))
+        if listing is not None:
+            files, names = listing
+            marked = "pyproject.toml" in files or ".git" in names or any(map(is_requirements_file, files))
+        else:
+            marked = (_is(directory / "pyproject.toml", Path.is_file) or _is(directory / ".git", Path.exists)
+                      or bool(requirement_files(directory)))
+        return directory if marked else None
 
 
 def _is(path: Path, test: Callable[[Path], bool]) -> bool:

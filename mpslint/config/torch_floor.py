@@ -35,9 +35,13 @@ def requirement_floor(requirement: str) -> Optional[TorchVersion]:
 def requirement_files(root: Path) -> List[str]:
     """The ``requirements*.txt`` names in ``root``, sorted."""
     try:
-        return sorted(n for n in os.listdir(root) if n.startswith("requirements") and n.endswith(".txt"))
+        return sorted(filter(is_requirements_file, os.listdir(root)))
     except OSError:
         return []
+
+
+def is_requirements_file(name: str) -> bool:
+    return name.startswith("requirements") and name.endswith(".txt")
 
 
 def infer_torch_version(root: Path) -> Optional[TorchVersion]:

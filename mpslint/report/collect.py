@@ -48,7 +48,7 @@ def collect(
     from mpslint.runner import Mode, run
 
     found = discover(list(paths), resolver, force_exclude=force_exclude)
-    files: List[FileSpec] = [(str(path), shown(path.as_posix()), config.settings_for(path)) for path, config in found.files]
+    files: List[FileSpec] = [(path, shown(path), config.settings_for(path)) for path, config in found.files]
     results = run(files, Mode(), jobs=jobs, cache_dir=cache_dir)
     # As under `mpslint check`: a path that cannot be read is an MPS001 finding, a file the run could
     # not finish (interrupted, crashed outside the rules) is an error.

@@ -125,8 +125,22 @@ def _mentions(project, directory: str, stem: str) -> List[str]:
         project.indexes[directory] = words
         return sorted(words.get(stem.encode(), ()))
     word = stem.encode()
-    pattern = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(word) + rb"(?![A-Za-z0-9_])")
-    return [path for path in paths if word in _text(project, path) and pattern.search(_text(project, path))]
+    return [path for path in paths if _has_word(_text(project, path), word)]
+
+
+def _has_word(text: bytes, word: bytes) -> bool:
+    """Whether ``word`` occurs in ``text`` as a whole identifier (a regular expression per word would cost
+    more to compile than the search: each question asks about another word)."""
+    at, length = text.find(word), len(text)
+    while at >= 0:
+        end = at + len(word)
+        if (at == 0 or text[at - 1] not in _IDENTIFIER) and (end == length or text[end] not in _IDENTIFIER):
+            return True
+        at = text.find(word, at + 1)
+    return False
+
+
+_IDENTIFIER = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
 def _text(project, path: str) -> bytes:
