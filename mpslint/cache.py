@@ -122,6 +122,7 @@ class Cache:
         self.misses = 0
         self._stats: Optional[Dict[str, list]] = None  # the stat index, read on first use
         self._short: Dict[str, str] = {}
+        self._cwd = os.getcwd()
         self._stats_changed = False
         self.stat_hits = 0  # keys found from a file's stat, without reading it: what tests count
         # key -> the dependencies of its entry, for keys the stat index says have no diagnostics
@@ -215,7 +216,9 @@ class Cache:
         short = self._short.get(fingerprint)
         if short is None:
             short = self._short[fingerprint] = hashlib.blake2b(fingerprint.encode(), digest_size=8).hexdigest()
-        return f"{short}\0{display_path}\0{os.path.abspath(path)}"
+        # os.path.abspath, with the working directory asked once per run rather than once per file
+        absolute = path if os.path.isabs(path) else os.path.join(self._cwd, path)
+        return f"{short}\0{display_path}\0{os.path.normpath(absolute)}"
 
     @property
     def summaries(self) -> str:

@@ -91,6 +91,7 @@ def run(
 
         cache = Cache(cache_dir)
     _share_summaries(cache)
+    started = time.time_ns()
     results: List[Optional[FileResult]] = [None] * len(tasks)
     pending: List[int] = []
     read: Dict[int, bytes] = {}  # the bytes of missed files, kept while they may be checked in this process
@@ -133,6 +134,7 @@ def run(
                 if cache is not None and task.missed and result.error is None and not result.cached:
                     cache.remember_result(task.path, task.display, table[task.settings], task.missed,
                                           result.diagnostics, result.depends)
+                    _vouch(result.depends, started)
                 if mode.diff and result.diff is not None and result.text is not None and _may_define_helper(
                         tasks[i].path, result.text):
                     fixed_texts[tasks[i].path] = result.text
@@ -142,6 +144,7 @@ def run(
         use_fixed_sources({})  # a later check in this process reads the files as they are
     if cache is not None:
         cache.save_index()
+        _save_digests()
     return results  # type: ignore[return-value]
 
 
@@ -397,6 +400,18 @@ def _share_summaries(cache) -> None:
     from mpslint.analysis.project import model
 
     model.use_cache_dir(cache.summaries if cache is not None else None)
+
+
+def _vouch(depends: Dict[str, str], started: int) -> None:
+    from mpslint.analysis.project import model
+
+    model.shared().vouch(depends, started)
+
+
+def _save_digests() -> None:
+    from mpslint.analysis.project import model
+
+    model.shared().memo.save()
 
 
 def _current_digest(path: str) -> str:

@@ -74,6 +74,15 @@ def digest(project, key: str) -> str:
     return "unknown"
 
 
+def source_of(key: str) -> Tuple[str, str]:
+    """What the digest of a dependency recorded by ``find`` is computed from: ("file", a caller) or
+    ("directory", the directory whose modules were searched)."""
+    parts = key.split(CALLERS)
+    if len(parts) == 2 and parts[1] == _CONTENT:
+        return "file", parts[0]
+    return "directory", parts[0]
+
+
 def _content(project, path: str) -> str:
     """A caller's bytes, digested: checking it again costs a read, not a parse (an edit that leaves its
     calls alone re-checks the callee too; calls change much less often than files are checked)."""

@@ -16,7 +16,7 @@ import stat
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 
-from mpslint.analysis.project import callers, layout
+from mpslint.analysis.project import callers, digest_memo, layout
 from mpslint.analysis.project.callers import CALLERS
 from mpslint.analysis.project.store import SummaryStore
 from mpslint.analysis.project.summary import ModuleSummary
@@ -47,6 +47,8 @@ def roots_of(path: str) -> Tuple[str, str, bool, Tuple[str, ...]]:
 class Project:
     def __init__(self, store: Optional[SummaryStore] = None) -> None:
         self.store = store or SummaryStore()
+        self.memo = digest_memo.DigestMemo(self.store.directory)
+        self._fingerprints: Dict[Tuple[str, str], digest_memo.Fingerprint] = {}
         self._files: Dict[str, Tuple[Tuple[int, int], Optional[ModuleSummary]]] = {}
         self._digests: Dict[str, str] = {}
         # Memos of one run: (search roots, dotted name) -> (module, files read); (file, name) -> resolution.
@@ -86,18 +88,39 @@ class Project:
         a question about callers (``callers.key``): a directory's modules, or what one module passes."""
         found = self._digests.get(path)
         if found is None:
-            if CALLERS in path:
-                found = callers.digest(self, path)
-            else:
-                summary = self.summary_at(path)
-                found = summary.digest if summary is not None else ABSENT
+            started = digest_memo.now()
+            fingerprint = self._fingerprint(path)
+            found = self.memo.get(path, fingerprint)
+            if found is None:
+                if CALLERS in path:
+                    found = callers.digest(self, path)
+                else:
+                    summary = self.summary_at(path)
+                    found = summary.digest if summary is not None else ABSENT
+                self.memo.put(path, fingerprint, found, started)
             self._digests[path] = found
         return found
+
+    def vouch(self, depends: Dict[str, str], since: int) -> None:
+        """Keep, for a later run, digests a worker computed during this run (which started at ``since``):
+        each only while its files have not changed since before the run began."""
+        for path, digest in depends.items():
+            self.memo.put(path, self._fingerprint(path), digest, since)
+
+    def _fingerprint(self, key: str) -> digest_memo.Fingerprint:
+        """The ``stat`` of what the digest of dependency ``key`` comes from, taken once per run (a directory
+        is asked about once per module name)."""
+        source = callers.source_of(key) if CALLERS in key else ("file", key)
+        if source not in self._fingerprints:
+            kind, path = source
+            self._fingerprints[source] = digest_memo.of_file(path) if kind == "file" else digest_memo.of_directory(path)
+        return self._fingerprints[source]
 
     def forget(self) -> None:
         """Drop what was read (a long-lived process whose files change: the language server)."""
         self._files.clear()
         self._digests.clear()
+        self._fingerprints.clear()
         self.modules.clear()
         self.resolved.clear()
         self.stars.clear()
