@@ -38,7 +38,7 @@ class _GitIgnore:
     shallower one, as in git.
     """
 
-    def __init__(self, layers: Tuple[Tuple[Path, object], ...] = ()) -> None:
+    def __init__(self, layers: Tuple[Tuple[str, object], ...] = ()) -> None:
         self.layers = layers
 
     def child(self, directory: Union[str, Path]) -> "_GitIgnore":
@@ -190,16 +190,12 @@ def _walk(
     seen_files: Dict[str, None],
     visited_dirs: set,
 ) -> None:
-    # Iterative, so a deep tree cannot hit the recursion limit. Paths are strings inside the walk (a
-    # large tree has tens of thousands of entries); only the files kept become ``Path``s.
+    # Iterative, so a deep tree cannot hit the recursion limit. Paths are strings (a large tree has tens
+    # of thousands of entries, and a Path costs more to make than the test it takes part in).
     stack = [(display.as_posix(), str(absolute), ignore)]
     while stack:
         shown_dir, directory, ignore = stack.pop()
-        try:
-            st = os.stat(directory)
-            identity: object = (st.st_dev, st.st_ino)
-        except OSError:
-            identity = directory
+        identity = _identity(directory)
         if identity in visited_dirs:
             continue  # a symlink loop, or a directory reached twice
         visited_dirs.add(identity)
@@ -236,6 +232,18 @@ def _walk(
                 seen_files[child_abs] = None
                 found.files.append((child_shown, config))
         stack.extend(reversed(subdirs))
+
+
+def _identity(directory: str) -> object:
+    """What makes two paths the same directory (a symlink to it, a loop): one ``stat``, not a
+    ``realpath`` that looks up every component."""
+    try:
+        st = os.stat(directory)
+    except OSError:
+        return directory
+    if not st.st_ino:  # a file system with no inode numbers
+        return os.path.realpath(directory)
+    return st.st_dev, st.st_ino
 
 
 def _child(shown_dir: str, name: str) -> str:
