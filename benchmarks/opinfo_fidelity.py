@@ -232,6 +232,8 @@ def _run_pair(torch: Any, simulated_device: Any, op: Any, dtype: Any, samples: i
                 on_host = sample.transform(lambda t: _to_cpu(t, torch))
                 if str(on_host.kwargs.get("device", "")) in ("mps", "mps:0"):
                     on_host.kwargs["device"] = "cpu"
+                # sample_inputs_to passes the device positionally (``t.to("mps:0", torch.float64, ...)``)
+                on_host.args = tuple("cpu" if _names_mps(a) else a for a in on_host.args)
                 pairs.append((sample, on_host))
         except Exception as caught:  # making the samples on the device is part of the test
             exc = caught
@@ -254,6 +256,11 @@ def _run_pair(torch: Any, simulated_device: Any, op: Any, dtype: Any, samples: i
                 break
     reason = "ran" if exc is None else f"{type(exc).__name__}: {str(exc).splitlines()[0][:150]}"
     return _kind(exc, str(dtype).split(".")[-1]), reason
+
+
+def _names_mps(value: Any) -> bool:
+    return isinstance(value, str) and value in ("mps", "mps:0") or \
+        type(value).__name__ == "device" and str(value) in ("mps", "mps:0")
 
 
 def _to_cpu(value: Any, torch: Any) -> Any:
