@@ -137,3 +137,31 @@ def test_linalg_qr_takes_float32_only_with_pytorchs_text():
             torch.linalg.qr(torch.randn(3, 3, dtype=torch.complex64, device="mps"))
         torch.linalg.qr(torch.randn(3, 3, device="mps"))  # float32 runs
     assert str(caught.value) == messages.LINALG_QR_FLOAT32
+
+
+def test_complex_addmm_with_a_complex_scalar_raises_pytorchs_conversion_error():
+    """addmm_out_mps_impl's MPSGraph path converts alpha and beta with Scalar::toDouble(), which refuses an
+    imaginary part: in place, out= and functional alike."""
+    with simulated_device(fallback=False):
+        bias, mat1, mat2 = (torch.randn(*shape, dtype=torch.complex64, device="mps") for shape in ((2, 3), (2, 2), (2, 3)))
+        calls = (lambda: torch.addmm(bias, mat1, mat2, alpha=2 + 3j),
+                 lambda: torch.addmm(bias, mat1, mat2, beta=1j),
+                 lambda: bias.clone().addmm_(mat1, mat2, beta=1j),
+                 lambda: torch.addmm(bias, mat1, mat2, beta=1j, out=torch.empty_like(bias)))
+        for call in calls:
+            with pytest.raises(RuntimeError) as caught:
+                call()
+            assert str(caught.value) == messages.SCALAR_TO_DOUBLE
+
+
+def test_trap_addmm_with_real_scalars_or_an_empty_output_runs():
+    with simulated_device(fallback=False):
+        bias, mat1, mat2 = (torch.randn(*shape, dtype=torch.complex64, device="mps") for shape in ((2, 3), (2, 2), (2, 3)))
+        torch.addmm(bias, mat1, mat2)
+        torch.addmm(bias, mat1, mat2, alpha=2.0, beta=0.5)
+        torch.addmm(bias, mat1, mat2, alpha=2 + 0j)  # no imaginary part: the conversion succeeds
+        torch.nn.functional.linear(mat1, mat1, bias[0, :2])  # linear's addmm: alpha = beta = 1
+        empty = torch.empty(0, 2, dtype=torch.complex64, device="mps")
+        torch.addmm(torch.empty(0, 3, dtype=torch.complex64, device="mps"), empty, mat2, beta=1j)  # returns early
+        torch.addmm(bias.real, mat1.real, mat2.real, alpha=2, beta=3)
+        torch.addmm(bias.cpu(), mat1.cpu(), mat2.cpu(), beta=1j)  # the CPU takes complex scalars

@@ -56,6 +56,10 @@ COMPOSITES = {
     "remainder_int": (lambda t: t % 3, lambda: torch.arange(-3, 6)),
     "remainder_float": (lambda t: torch.remainder(t, 2.5), lambda: torch.arange(-3.0, 6.0)),
     "remainder_half": (lambda t: t % 2.5, lambda: torch.arange(6, dtype=torch.float16)),  # the number keeps float16
+    # _batch_norm_impl_index's empty-input branch: statistics in the device's accumulate type (float32 on MPS)
+    "batch_norm_empty": (lambda t: F.batch_norm(t, None, None, training=True), lambda: torch.empty(0, 3)),
+    "batch_norm_empty_half": (lambda t: F.batch_norm(t, None, None, training=True),
+                              lambda: torch.empty(0, 3, dtype=torch.float16)),
     "take_along_dim_negative": (lambda t: torch.take_along_dim(t, t.argsort(1) - 3, 1),
                                 lambda: torch.arange(6).reshape(2, 3)),
 }
@@ -76,10 +80,20 @@ def test_a_users_cpu_tensor_given_to_a_composite_still_fails(mps):
 
 
 def test_float64_scratch_is_float32_only_where_torch_picks_it_for_mps(mps):
-    """LinearAlgebra.cpp's get_atol_rtol picks float32 on MPS; any other float64 on the device still fails."""
+    """A composite's scratch tensors take the MPS accumulate type (get_atol_rtol, _batch_norm_impl_index); a float64
+    the user or a composite asks for by conversion still fails."""
     torch.linalg.pinv(torch.eye(2, device="mps"))
+    empty = torch.empty(0, 3, device="mps", requires_grad=True)
+    F.batch_norm(empty, None, None, training=True).sum().backward()
+    assert isinstance(empty.grad, SimulatedMPSTensor) and empty.grad.dtype == torch.float32
     with pytest.raises(TypeError, match="float64"):
         torch.ones(2, device="mps").to(torch.float64)
+    with pytest.raises(TypeError, match="float64"):
+        torch.zeros(2, device="mps", dtype=torch.float64)
+    with pytest.raises(TypeError, match="float64"):
+        F.softmax(torch.ones(2, device="mps"), 0, dtype=torch.float64)  # the composite converts its input
+    with pytest.raises(TypeError, match="ComplexDouble"):
+        torch.ones(2, device="mps", dtype=torch.complex64).to(torch.complex128)
 
 
 def test_a_module_with_legacy_weight_norm_moves_and_trains(mps):

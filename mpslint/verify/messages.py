@@ -84,6 +84,9 @@ ADAPTIVE_POOL_DIVISIBLE = (
 METAL_FUNCTION_MISSING = "Failed to create function state object for: {name}"
 # RuntimeError, aten/src/ATen/native/mps/operations/LinearAlgebra.mm, linalg_qr_out_impl_mps (torch 2.13).
 LINALG_QR_FLOAT32 = "linalg_qr: MPS currently supports float32 only"
+# RuntimeError, c10/core/Scalar.h's checked_convert: Scalar::toDouble() of a complex number with an imaginary part,
+# which addmm_out_mps_impl (aten/src/ATen/native/mps/operations/LinearAlgebra.mm, torch 2.13) calls on alpha and beta.
+SCALAR_TO_DOUBLE = "value cannot be converted to type double without overflow"
 # RuntimeError, c10d ProcessGroup::getBackend (torch/csrc/distributed/c10d/ProcessGroup.hpp): a collective on
 # tensors of a device the process group has no backend for (gloo registers cpu and cuda, never mps).
 NO_BACKEND = "No backend type associated with device type {device}"

@@ -114,6 +114,8 @@ def before(func: Any, args: tuple, kwargs: Dict[str, Any]) -> None:
         _scatter_reduce(name, args, kwargs)
     elif name == "aten::linalg_qr" and args and _on_mps(args[0]) and args[0].dtype != torch.float32:
         raise RuntimeError(messages.LINALG_QR_FLOAT32)
+    elif name in ("aten::addmm", "aten::addmm_") and len(args) > 2 and _on_mps(args[1]):
+        _addmm_scalars(args, kwargs)
     dtype_limit(func, args, kwargs)
 
 
@@ -153,6 +155,26 @@ def _scatter_reduce(name: str, args: tuple, kwargs: Dict[str, Any]) -> None:
     layout = "dense" if dense else "strided"
     kernel = f"scatter_{op}_{layout}_{_METAL_TYPE[self.dtype]}_{_METAL_TYPE.get(index.dtype, 'long')}"
     raise RuntimeError(messages.METAL_FUNCTION_MISSING.format(name=kernel))
+
+
+# use_metal_mm (LinearAlgebra.mm): complex products with a longer inner dimension go to a Metal kernel instead of
+# MPSGraph (pytorch/pytorch#167727).
+_COMPLEX_METAL_INNER = 2048
+
+
+def _addmm_scalars(args: tuple, kwargs: Dict[str, Any]) -> None:
+    """addmm_out_mps_impl (LinearAlgebra.mm, torch 2.13): the MPSGraph path puts ``beta.toDouble()`` and
+    ``alpha.toDouble()`` in its graph's key once the output is not empty; c10's checked conversion refuses a complex
+    number with an imaginary part (pytorch/pytorch#194474, after 2.13, sends complex addmm to a Metal kernel)."""
+    self, mat1, mat2 = args[0], args[1], args[2]
+    beta = args[3] if len(args) > 3 else kwargs.get("beta", 1)
+    alpha = args[4] if len(args) > 4 else kwargs.get("alpha", 1)
+    if not mat1.is_complex() or mat1.dim() != 2 or not isinstance(mat2, torch.Tensor) or mat2.dim() != 2:
+        return
+    if mat1.size(0) * mat2.size(1) == 0 or mat1.size(1) > _COMPLEX_METAL_INNER:
+        return
+    if any(isinstance(s, complex) and s.imag != 0 for s in (beta, alpha)):
+        raise RuntimeError(messages.SCALAR_TO_DOUBLE)
 
 
 def after(func: Any, args: tuple, kwargs: Dict[str, Any], out: Any) -> None:

@@ -371,7 +371,7 @@ class _DeviceMode(TorchDispatchMode):
             if _is_mps(kwargs.get("device")):
                 return self.simulator.factory(func, args, kwargs)
             if self.simulator.composites and self.simulator.composites[-1] and _is_scratch(func, args, kwargs):
-                return self.simulator.factory(func, args, _scratch_kwargs(self.simulator.composites[-1], kwargs))
+                return self.simulator.factory(func, args, _scratch_kwargs(kwargs))
         # A composite's parts that reach this mode (take_along_dim's index arithmetic) pass C++ wrapped numbers too.
         return func(*_numbers_as_tensors(func, args), **kwargs)
 
@@ -423,9 +423,13 @@ def _node_on_device(node: Any, limit: int = 256) -> bool:
     return found
 
 
-# Composites that pick float32 for their scratch tensors on MPS, where other devices use float64:
-# get_atol_rtol in aten/src/ATen/native/LinearAlgebra.cpp (``input.device().type() == kMPS``).
-_FLOAT_SCRATCH_ON_MPS = {"aten::linalg_pinv", "aten::pinverse", "aten::linalg_matrix_rank"}
+# A composite kernel picks its scratch tensors' dtype for the device it runs on: ``at::toAccumulateType(dtype,
+# input.device().type())`` (aten/src/ATen/AccumulateType.h: float and double accumulate in float on MPS, in double
+# on the CPU; complex64 in complex64 on MPS) in _batch_norm_impl_index's empty-input branch, and ``device().type() ==
+# kMPS`` in LinearAlgebra.cpp's get_atol_rtol (pinv, matrix_rank). Running on the CPU underneath, the composite asks
+# for the CPU's double; a Mac allocates the MPS accumulate type. Device tensors are never float64/complex128, so a
+# double scratch tensor of a composite on them is that accumulate type.
+_MPS_ACCUMULATE = {torch.float64: torch.float32, torch.complex128: torch.complex64}
 
 
 def _is_scratch(func: Any, args: tuple, kwargs: Dict[str, Any]) -> bool:
@@ -438,10 +442,10 @@ def _is_scratch(func: Any, args: tuple, kwargs: Dict[str, Any]) -> bool:
     return not any(isinstance(leaf, torch.Tensor) for leaf in _leaves((args, kwargs)))
 
 
-def _scratch_kwargs(composite: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+def _scratch_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     kwargs = dict(kwargs, device=MPS)
-    if composite in _FLOAT_SCRATCH_ON_MPS and kwargs.get("dtype") == torch.float64:
-        kwargs["dtype"] = torch.float32
+    if kwargs.get("dtype") in _MPS_ACCUMULATE:
+        kwargs["dtype"] = _MPS_ACCUMULATE[kwargs["dtype"]]
     return kwargs
 
 
