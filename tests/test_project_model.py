@@ -901,3 +901,39 @@ def test_items_facts_join_and_index():
     assert facts.join(items, facts.items([facts.DEVICE_TENSOR, facts.HOST, facts.HOST])) is None
     assert facts.join(facts.DEVICE_TENSOR, items) == "items:device_tensor|"
     assert facts.join(facts.HOST, items) is None  # a number beside a tuple: nothing is known of the items
+
+
+def test_step_helpers_returning_tuples_across_modules(tmp_path):
+    write(tmp_path, {
+        "steps.py": """
+            import torch
+            def forward_step(model, x, y, device):
+                x = x.to(device)
+                return model(x), y
+            def host_step(model, x, y):
+                return model(x).detach().cpu(), y
+            """,
+        "run.py": """
+            import torch
+            from steps import forward_step, host_step
+            device = torch.device("mps")
+            model = torch.nn.Linear(2, 2).to(device)
+            for x, y in loader:
+                out, target = forward_step(model, x, y, device)
+                if out.max() > 1:
+                    print(out.mean().item())
+                if target.max() > 1:
+                    print(target.tolist())
+                first = forward_step(model, x, y, device)[0]
+                copied = first.cpu()
+                kept, _ = host_step(model, x, y)
+                numbers = kept.numpy()
+            """,
+    })
+    path = tmp_path / "run.py"
+    result = check_text(path.read_text(), str(path), Settings())
+    # Traps: the target the loader gave (`y`, returned as it came: the call as a whole, given `device`, looks
+    # like one that places its argument, but the summary says what this item is), and the copy the helper
+    # made on the host.
+    assert [(d.location.row, d.code) for d in result.diagnostics] == [
+        (8, "MPS204"), (9, "MPS201"), (13, "MPS202")]

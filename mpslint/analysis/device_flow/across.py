@@ -62,7 +62,9 @@ class AcrossModules:
         fact = self.returned_fact(call)
         if item_facts(fact) is None:
             return None
-        return self._kind_at(item(fact, index), call)
+        # what the helper returns for that item, or nothing known: not what the call as a whole looks like
+        # (`forward_step(model, x, y, device)` places something, but its `y` item is the loader's)
+        return self._kind_at(item(fact, index), call) or Kind.UNKNOWN
 
     def _kind_at(self, fact: Optional[str], call: ast.Call) -> Optional[Kind]:
         """What a return fact is at this call."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import re
 
-from mpslint.analysis.project.facts import argument_positions, item_facts
+from mpslint.analysis.project.facts import argument_positions, item, item_facts
 from mpslint.analysis.syntax import positional_at
 from mpslint.analysis.device_flow.kinds import HOST_MODULES, Kind, _ATTRIBUTE, _CALL, _NAME
 
@@ -75,6 +75,12 @@ class HostReads:
                 element = value.elts[step]
                 value = element.value if type(element) is ast.Starred else element
             elif type(value) is _CALL:
+                fact = self.returned_fact(value)  # type: ignore[attr-defined]
+                if isinstance(step, int) and item_facts(fact) is not None:
+                    # `pred, true = self.step(x, y)`: the project model says what each item is
+                    positions = argument_positions(item(fact, step))
+                    values = [positional_at(value, p) for p in positions]
+                    return any(v is not None and self._read_from_device(v, depth + 1) for v in values)
                 break  # `acc1, acc5 = accuracy(output, target, topk=(1, 5))`: the parts of a helper's result
             else:
                 return False
@@ -93,7 +99,7 @@ class HostReads:
             # `self.predict(x)`, computed from its arguments: on the device when one of those is
             values = [positional_at(call, p) for p in positions]
             return any(v is not None and self._read_from_device(v, depth + 1) for v in values)
-        if fact is not None and item_facts(fact) is None:
+        if fact is not None:
             return False  # the project model knows what it gives, and the flow said it
         values = [a.value if type(a) is ast.Starred else a for a in call.args] + [k.value for k in call.keywords]
         # computed from device tensors, or from what another unseen helper computed from them
