@@ -891,7 +891,8 @@ def test_a_returned_tuple_keeps_each_items_fact():
 
 def test_items_facts_join_and_index():
     items = facts.items([facts.DEVICE_TENSOR, facts.HOST])
-    assert facts.items([None, None]) is None
+    assert facts.items([None, None]) == "items:|"  # a pair, neither known: still not one placed tensor
+    assert facts.item_facts("items:|") == (None, None)
     assert facts.item_facts(items) == (facts.DEVICE_TENSOR, facts.HOST)
     assert facts.item(items, 0) == facts.DEVICE_TENSOR and facts.item(items, -1) == facts.HOST
     assert facts.item(items, 2) is None

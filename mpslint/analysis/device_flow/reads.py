@@ -76,7 +76,7 @@ class HostReads:
                 value = element.value if type(element) is ast.Starred else element
             elif type(value) is _CALL:
                 fact = self.returned_fact(value)  # type: ignore[attr-defined]
-                if isinstance(step, int) and item_facts(fact) is not None:
+                if isinstance(step, int) and item(fact, step) is not None and item_facts(fact) is not None:
                     # `pred, true = self.step(x, y)`: the project model says what each item is
                     positions = argument_positions(item(fact, step))
                     values = [positional_at(value, p) for p in positions]

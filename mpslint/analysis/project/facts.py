@@ -99,7 +99,9 @@ def join(a: Optional[str], b: Optional[str]) -> Optional[str]:
     left, right = item_facts(a), item_facts(b)
     if left is not None or right is not None:
         # two returns of one shape, item by item; a tuple whose items all agree has their fact, so its items
-        # are what indexing that fact gives
+        # are what indexing that fact gives (a number or an unknown value beside a tuple: nothing is known)
+        if not ((left is not None or _tensor(a)) and (right is not None or _tensor(b))):
+            return None
         left = left if left is not None else tuple(item(a, i) for i in range(len(right)))  # type: ignore[arg-type]
         right = right if right is not None else tuple(item(b, i) for i in range(len(left)))
         return items([join(x, y) for x, y in zip(left, right)]) if len(left) == len(right) else None
@@ -120,8 +122,10 @@ ITEMS = "items:"
 
 
 def items(found) -> Optional[str]:
-    """The fact of a tuple of items with these facts; None when no item's fact is known."""
-    if all(f is None for f in found):
+    """The fact of a tuple of items with these facts. Even when no item's fact is known it says something:
+    the helper returns a tuple, so ``model_data, meta = load_checkpoint(path, device)`` does not make each
+    part a tensor placed on ``device``, as a call the model knows nothing of would."""
+    if not found:
         return None
     return ITEMS + "|".join(f or "" for f in found)
 
@@ -140,6 +144,10 @@ def item(fact: Optional[str], index: int) -> Optional[str]:
     if found is not None:
         return found[index] if -len(found) <= index < len(found) else None
     return fact if fact in (DEVICE_TENSOR, HOST_TENSOR) or argument_positions(fact) else None
+
+
+def _tensor(fact: Optional[str]) -> bool:
+    return fact in (DEVICE_TENSOR, HOST_TENSOR) or bool(argument_positions(fact))
 
 
 def some_call(a: Optional[str], b: Optional[str]) -> Optional[str]:
