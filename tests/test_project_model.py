@@ -700,6 +700,7 @@ def test_returns_through_unpacking_lists_built_by_append_and_tuples():
         "topk_accuracy": "arg:0",
         "loss_and_accuracy": "arg:0,1",
         "frexp": "arg:0",  # moved to where its argument is, not to the accelerator
+        "host_and_device": "items:host_copy:0|arg:1",  # items that disagree keep their own facts
     }
 
 
@@ -835,3 +836,105 @@ def test_what_a_method_reads_from_self_is_what_the_class_assigns():
     )
     assert summary.functions["Points.row"] == facts.FLOAT64
     assert "Points.unknown" not in summary.functions
+
+
+def test_a_returned_tuple_keeps_each_items_fact():
+    summary = summary_of(
+        """
+        import torch
+        device = torch.device("mps")
+        class Runner:
+            def __init__(self, net):
+                self.net = net.to(device)
+                self.scale = 2.0
+            def step(self, x, y):
+                x = x.to(device)
+                return self.net(x), y.to(device)
+            def step_first(self, x, y):
+                return self.step(x, y)[0]
+            def host_second(self, x, y):
+                return self.net(x.to(device)), y.float()
+            def numbers(self, x, y):
+                loss = (self.net(x.to(device)) - y.to(device)).pow(2).mean()
+                return loss.item(), x.size(0)
+            def either(self, x, y, flip):
+                if flip:
+                    return y.to(device), self.net(x.to(device))
+                return self.net(x.to(device)), y
+            def forward_of(self, x):
+                return self.net(x)
+            def undone(self, x):
+                return self.scale(x), x.to(device)
+        class Unplaced:
+            def __init__(self, net):
+                self.net = net
+            def forward_of(self, x):
+                return self.net(x)
+        def predict(model, x):
+            return model(x)
+        """
+    )
+    functions = summary.functions
+    assert functions["Runner.step"] == facts.DEVICE_TENSOR  # the items agree: the tuple is on the device
+    assert functions["Runner.step_first"] == facts.DEVICE_TENSOR
+    assert functions["Runner.host_second"] == "items:device_tensor|arg:1"
+    assert functions["Runner.numbers"] == "items:host|host"
+    # two returns: item by item (the first's items agree, so its fact is theirs)
+    assert functions["Runner.either"] == "items:device_tensor|"
+    # a module the class placed gives device tensors; one it did not is where its input is, an argument here
+    assert functions["Runner.forward_of"] == facts.DEVICE_TENSOR
+    assert functions["Unplaced.forward_of"] == "arg:0"
+    assert functions["predict"] == "arg:1"
+    # `self.scale` is a number the class assigns, not a module: calling it says nothing
+    assert facts.item_facts(functions["Runner.undone"]) == (None, facts.DEVICE_TENSOR)
+
+
+def test_items_facts_join_and_index():
+    items = facts.items([facts.DEVICE_TENSOR, facts.HOST])
+    assert facts.items([None, None]) == "items:|"  # a pair, neither known: still not one placed tensor
+    assert facts.item_facts("items:|") == (None, None)
+    assert facts.item_facts(items) == (facts.DEVICE_TENSOR, facts.HOST)
+    assert facts.item(items, 0) == facts.DEVICE_TENSOR and facts.item(items, -1) == facts.HOST
+    assert facts.item(items, 2) is None
+    assert facts.item(facts.DEVICE_TENSOR, 3) == facts.DEVICE_TENSOR  # an index of a device tensor
+    assert facts.item(facts.HOST, 0) is None
+    assert facts.join(items, facts.items([facts.DEVICE_TENSOR, facts.HOST_TENSOR])) == "items:device_tensor|"
+    assert facts.join(items, facts.items([facts.DEVICE_TENSOR, facts.HOST, facts.HOST])) is None
+    assert facts.join(facts.DEVICE_TENSOR, items) == "items:device_tensor|"
+    assert facts.join(facts.HOST, items) is None  # a number beside a tuple: nothing is known of the items
+
+
+def test_step_helpers_returning_tuples_across_modules(tmp_path):
+    write(tmp_path, {
+        "steps.py": """
+            import torch
+            def forward_step(model, x, y, device):
+                x = x.to(device)
+                return model(x), y
+            def host_step(model, x, y):
+                return model(x).detach().cpu(), y
+            """,
+        "run.py": """
+            import torch
+            from steps import forward_step, host_step
+            device = torch.device("mps")
+            model = torch.nn.Linear(2, 2).to(device)
+            for x, y in loader:
+                out, target = forward_step(model, x, y, device)
+                if out.max() > 1:
+                    print(out.mean().item())
+                if target.max() > 1:
+                    print(target.tolist())
+                first = forward_step(model, x, y, device)[0]
+                copied = first.cpu()
+                kept, _ = host_step(model, x, y)
+                numbers = kept.numpy()
+            """,
+    })
+    path = tmp_path / "run.py"
+    result = check_text(path.read_text(), str(path), Settings())
+    # Traps: the target the loader gave (`y`, returned as it came: the call as a whole, given `device`, looks
+    # like one that places its argument, but the summary says what this item is), and the copy the helper
+    # made on the host.
+    assert [(d.location.row, d.code) for d in result.diagnostics] == [
+        (8, "MPS204"), (9, "MPS201"), (13, "MPS202")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from mpslint.analysis.project.facts import argument_positions
+from mpslint.analysis.project.facts import argument_positions, item, item_facts
 from mpslint.analysis.syntax import positional_at
 from mpslint.analysis.device_flow.kinds import Kind, _ATTRIBUTE, _NAME, _fact_kind, arithmetic, names_a_dtype
 from mpslint.analysis.device_flow.bindings import _class_of
@@ -54,7 +54,20 @@ class AcrossModules:
 
     def _returned(self, call: ast.Call, func: ast.AST) -> Optional[Kind]:
         """What a helper returns at this call: its summary's fact, ``arg:K`` read as the K-th argument here."""
+        return self._kind_at(self.returned_fact(call), call)
+
+    def returned_item(self, call: ast.Call, index: int) -> Optional[Kind]:
+        """Item ``index`` of the tuple a helper returns at this call (``pred, true = self.step(batch)``), when
+        its summary says what each item is (``facts.ITEMS``); None otherwise."""
         fact = self.returned_fact(call)
+        if item_facts(fact) is None:
+            return None
+        # what the helper returns for that item, or nothing known: not what the call as a whole looks like
+        # (`forward_step(model, x, y, device)` places something, but its `y` item is the loader's)
+        return self._kind_at(item(fact, index), call) or Kind.UNKNOWN
+
+    def _kind_at(self, fact: Optional[str], call: ast.Call) -> Optional[Kind]:
+        """What a return fact is at this call."""
         if fact is None:
             return None
         positions = argument_positions(fact)

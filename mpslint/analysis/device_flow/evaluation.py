@@ -185,6 +185,10 @@ class Evaluation:
                 element = value.elts[step]  # type: ignore[attr-defined]
                 value = element.value if type(element) is ast.Starred else element
             else:
+                if type(value) is _CALL and isinstance(step, int):
+                    held = self.returned_item(value, step)  # `pred, true = self.step(batch)`: its own item
+                    if held is not None:
+                        return held
                 inner = self.kind(value)
                 return inner if inner in (Kind.DEVICE, Kind.HOST_TENSOR, Kind.HOST) else Kind.UNKNOWN
         return self.kind(value)
@@ -272,6 +276,11 @@ class Evaluation:
         if cls is _ATTRIBUTE:
             return self._eval_attribute(expr)  # type: ignore[arg-type]
         if cls is ast.Subscript:
+            index = expr.slice  # type: ignore[attr-defined]
+            if type(expr.value) is _CALL and type(index) is ast.Constant and type(index.value) is int:  # type: ignore[attr-defined]
+                held = self.returned_item(expr.value, index.value)  # `self.step(batch)[0]`  # type: ignore[attr-defined]
+                if held is not None:
+                    return held
             base = self.kind(expr.value)  # type: ignore[attr-defined]
             return base if base in (Kind.DEVICE, Kind.HOST_TENSOR, Kind.HOST, Kind.MODULE) else Kind.UNKNOWN
         if cls is _CALL:

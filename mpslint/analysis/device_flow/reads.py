@@ -19,6 +19,8 @@ from __future__ import annotations
 import ast
 import re
 
+from mpslint.analysis.project.facts import argument_positions, item, item_facts
+from mpslint.analysis.syntax import positional_at
 from mpslint.analysis.device_flow.kinds import HOST_MODULES, Kind, _ATTRIBUTE, _CALL, _NAME
 
 # Methods that keep a tensor where it is: a chain of them before the read is still the helper's result.
@@ -73,6 +75,12 @@ class HostReads:
                 element = value.elts[step]
                 value = element.value if type(element) is ast.Starred else element
             elif type(value) is _CALL:
+                fact = self.returned_fact(value)  # type: ignore[attr-defined]
+                if isinstance(step, int) and item(fact, step) is not None and item_facts(fact) is not None:
+                    # `pred, true = self.step(x, y)`: the project model says what each item is
+                    positions = argument_positions(item(fact, step))
+                    values = [positional_at(value, p) for p in positions]
+                    return any(v is not None and self._read_from_device(v, depth + 1) for v in values)
                 break  # `acc1, acc5 = accuracy(output, target, topk=(1, 5))`: the parts of a helper's result
             else:
                 return False
@@ -85,7 +93,13 @@ class HostReads:
         name = qualified or _callee_name(call.func)
         if not name or HOST_HELPER.search(name.rsplit(".", 1)[-1]):
             return False
-        if self.returned_fact(call) is not None:  # type: ignore[attr-defined]
+        fact = self.returned_fact(call)  # type: ignore[attr-defined]
+        positions = argument_positions(fact)
+        if positions:
+            # `self.predict(x)`, computed from its arguments: on the device when one of those is
+            values = [positional_at(call, p) for p in positions]
+            return any(v is not None and self._read_from_device(v, depth + 1) for v in values)
+        if fact is not None:
             return False  # the project model knows what it gives, and the flow said it
         values = [a.value if type(a) is ast.Starred else a for a in call.args] + [k.value for k in call.keywords]
         # computed from device tensors, or from what another unseen helper computed from them

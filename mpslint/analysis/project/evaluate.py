@@ -91,6 +91,11 @@ class Evaluator:
             return base if facts.argument_position(base) is not None and expr.attr not in HOST_METHODS else None  # type: ignore[attr-defined]
         if cls is ast.Subscript:
             base = self.fact(expr.value, depth + 1)  # type: ignore[attr-defined]
+            if facts.item_facts(base) is not None:
+                index = expr.slice  # type: ignore[attr-defined]
+                if type(index) is ast.Constant and type(index.value) is int:  # type: ignore[attr-defined]
+                    return facts.item(base, index.value)  # type: ignore[attr-defined]
+                return None
             if base == facts.FLOAT64:
                 return base  # `self.x[i]` of a float64 array: a float64 row (or numpy float64 number)
             return base if base in (facts.DEVICE_TENSOR, facts.HOST_TENSOR) or facts.argument_position(base) is not None else None
@@ -106,7 +111,9 @@ class Evaluator:
             if floats:
                 return facts.float64_items(floats)
             if not found or not all(facts.argument_position(f) is not None for f in found):
-                return None  # a host tensor beside a device one: where a part is depends on which part
+                # `return outputs, batch_y.cpu()`, `return loss.item(), n`: a host tensor beside a device one,
+                # or numbers beside a tensor: where a part is depends on which part, so each keeps its own
+                return facts.items(found) if cls is ast.Tuple else None
             result = found[0]
             for other in found[1:]:
                 result = facts.combined(result, other)
@@ -212,6 +219,11 @@ class Evaluator:
                 return facts.DEVICE_TENSOR
             return None
         base = self.fact(receiver, depth + 1)
+        if facts.argument_position(base) is not None \
+                and any(self.fact(a, depth + 1) == facts.DEVICE_TENSOR for a in call.args):
+            # `dataset.inverse_transform(outputs)`, `x.add(y)` with `outputs`/`y` on the device: whatever the
+            # receiver is, a tensor computed with a device tensor is on the device (or the call raises)
+            return facts.DEVICE_TENSOR
         if facts.argument_position(base) is not None or base in (facts.DEVICE_TENSOR, facts.HOST_TENSOR) \
                 or facts.host_read_of(base) is not None:
             return base  # x.mean(), x.clone(), x.detach(): where x is
@@ -253,6 +265,9 @@ def _carried(found) -> Optional[str]:
     """``torch.f(a, b)``: computed from the arguments (or device tensors) among its arguments."""
     result: Optional[str] = None
     for fact in found:
+        parts = facts.item_facts(fact)
+        if parts is not None:  # `torch.cat((outputs, extra))`: what the tuple's items are
+            fact = _carried(parts)
         if fact is not None and (facts.argument_positions(fact) or fact == facts.DEVICE_TENSOR):
             result = fact if result is None else facts.combined(result, fact)
     return result

@@ -96,6 +96,15 @@ def join(a: Optional[str], b: Optional[str]) -> Optional[str]:
     """Either value (two returns, ``x if c else y``): equal facts stay, a device or the CPU may be the device."""
     if a == b:
         return a
+    left, right = item_facts(a), item_facts(b)
+    if left is not None or right is not None:
+        # two returns of one shape, item by item; a tuple whose items all agree has their fact, so its items
+        # are what indexing that fact gives (a number or an unknown value beside a tuple: nothing is known)
+        if not ((left is not None or _tensor(a)) and (right is not None or _tensor(b))):
+            return None
+        left = left if left is not None else tuple(item(a, i) for i in range(len(right)))  # type: ignore[arg-type]
+        right = right if right is not None else tuple(item(b, i) for i in range(len(left)))
+        return items([join(x, y) for x, y in zip(left, right)]) if len(left) == len(right) else None
     for read, other in ((a, b), (b, a)):
         # `if isinstance(x, np.ndarray): return x` beside `return x.detach().cpu().numpy()`: for a tensor on
         # the device, the read is the way taken
@@ -105,6 +114,40 @@ def join(a: Optional[str], b: Optional[str]) -> Optional[str]:
     if {a, b} == {DEVICE, CPU}:
         return DEVICE
     return None
+
+
+# "items:device_tensor|host": a tuple whose items have these facts ("" where one is not known), so that
+# `pred, true = self.step(batch)` gives each name its own item's fact when the items do not agree.
+ITEMS = "items:"
+
+
+def items(found) -> Optional[str]:
+    """The fact of a tuple of items with these facts. Even when no item's fact is known it says something:
+    the helper returns a tuple, so ``model_data, meta = load_checkpoint(path, device)`` does not make each
+    part a tensor placed on ``device``, as a call the model knows nothing of would."""
+    if not found:
+        return None
+    return ITEMS + "|".join(f or "" for f in found)
+
+
+def item_facts(fact: Optional[str]) -> Optional[Tuple[Optional[str], ...]]:
+    """The facts of the items of an ``ITEMS`` fact (None where one is not known); None for any other fact."""
+    if fact is None or not fact.startswith(ITEMS):
+        return None
+    return tuple(f or None for f in fact[len(ITEMS):].split("|"))
+
+
+def item(fact: Optional[str], index: int) -> Optional[str]:
+    """The fact of item ``index`` of a tuple with fact ``fact``: its own item's fact, or the whole's fact when
+    it is a tensor's (an index of a tensor is where the tensor is)."""
+    found = item_facts(fact)
+    if found is not None:
+        return found[index] if -len(found) <= index < len(found) else None
+    return fact if fact in (DEVICE_TENSOR, HOST_TENSOR) or argument_positions(fact) else None
+
+
+def _tensor(fact: Optional[str]) -> bool:
+    return fact in (DEVICE_TENSOR, HOST_TENSOR) or bool(argument_positions(fact))
 
 
 def some_call(a: Optional[str], b: Optional[str]) -> Optional[str]:

@@ -37,7 +37,7 @@ from mpslint.analysis.project import facts
 from mpslint.analysis.project.evaluate import MODULE_LIKE, Evaluator, names_a_device, string_fact
 from mpslint.analysis.syntax import dotted_name
 
-FORMAT = 4  # bump when what a summary holds changes: cached summaries of another format are not read
+FORMAT = 5  # bump when what a summary holds changes: cached summaries of another format are not read
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -462,6 +462,10 @@ class _Summarizer:
             if sites and type(func) is ast.Name and _calls_a_placed_module(func.id, call, own, params,  # type: ignore[attr-defined]
                                                                          self.placed, evaluator):
                 return facts.DEVICE_TENSOR
+            if not sites:
+                module = self._a_module(func, owner, local, params)
+                if module is not None:
+                    return facts.DEVICE_TENSOR if module == facts.DEVICE_TENSOR else _module_output(call, evaluator)
             return None
 
         attribute = (lambda name: self.attribute(owner, name)) if owner is not None else None  # type: ignore[arg-type]
@@ -522,6 +526,23 @@ class _Summarizer:
             finally:
                 close()
         return found
+
+    def _a_module(self, func: ast.AST, owner: Optional[str], local, params) -> Optional[str]:
+        """Whether calling ``func`` runs a module's forward: ``facts.DEVICE_TENSOR`` for ``self.model`` that
+        the class places on the device (``self.model = net.to(device)``), ``facts.ARGUMENT`` for an attribute no
+        method of the class defines or a parameter, named like a module (``self.model``, ``model``); else None."""
+        if type(func) is ast.Attribute and owner is not None and type(func.value) is ast.Name \
+                and func.value.id == "self":  # type: ignore[attr-defined]
+            name = func.attr  # type: ignore[attr-defined]
+            if f"{owner}.{name}" in self.functions:
+                return None
+            if self.attribute(owner, name) == facts.DEVICE_TENSOR:
+                return facts.DEVICE_TENSOR
+            return facts.ARGUMENT if MODULE_LIKE.search(name) is not None else None
+        if type(func) is ast.Name and func.id in params and func.id not in local \
+                and MODULE_LIKE.search(func.id) is not None:  # type: ignore[attr-defined]
+            return facts.ARGUMENT
+        return None
 
     def _memoized(self, key: Tuple[str, str], compute) -> Optional[str]:
         if key in self.memo:
@@ -668,6 +689,17 @@ def _calls_a_placed_module(name: str, call: ast.Call, local, params, placed: Fro
         return True
     return (name in params and name not in local and MODULE_LIKE.search(name) is not None
             and any(evaluator.fact(a) == facts.DEVICE_TENSOR for a in call.args))
+
+
+def _module_output(call: ast.Call, evaluator) -> Optional[str]:
+    """What a module's forward gives: a tensor on the device when one of its inputs is (its weights must be
+    there too, or the call raises); else where its first input is, when that is an argument of the function."""
+    found = [evaluator.fact(a) for a in call.args if type(a) is not ast.Starred]
+    found += [evaluator.fact(k.value) for k in call.keywords if k.arg is not None]
+    if facts.DEVICE_TENSOR in found:
+        return facts.DEVICE_TENSOR
+    first = found[0] if call.args and type(call.args[0]) is not ast.Starred else None
+    return first if facts.argument_position(first) is not None else None
 
 
 def _local_assign(local: Dict[str, List[Optional[ast.AST]]], target: ast.AST, value: Optional[ast.AST],
