@@ -364,3 +364,70 @@ def test_a_module_the_class_places_in_another_method_gives_device_outputs():
     # `self.D` is placed in check_cuda (under a flag): its forward in train() gives device tensors.
     # Trap: `self.G` is never placed, so what it returns is not known to be on the device.
     assert rows(GAN_TRAINER, "MPS204") == [17]
+
+
+SELF_CALLS = """\
+import numpy as np
+import torch
+from torch import nn
+
+
+class Detector(nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        for probe in [torch.zeros(1, 3)]:
+            self(probe.cuda()).sum().item()
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+            print(x.sum().item())
+        return x
+
+    def predict(self, images):
+        for img in images:
+            out = self(img.cuda())
+            print(out.max().item())
+
+    def predict_scaled(self, images, std):
+        for img in images:
+            out = self.forward(img)
+            mean = torch.tensor(std).cuda()
+            boxes = (out * mean).cpu().numpy()
+
+    def predict_host(self, images):
+        for img in images:
+            out = self(img)
+            print(out.max().item())
+
+    def children_sum(self, x):
+        for child in self.children():
+            total = child(x.cuda()).sum().item()
+
+
+class Head(Detector):
+    def score(self, batches):
+        for batch in batches:
+            logits = self(batch.to("cuda"))
+            best = logits.argmax().item()
+
+
+class Recorder:
+    def replay(self, frames):
+        for frame in frames:
+            out = self(frame.cuda())
+            print(out.max().item())
+
+    def __call__(self, frame):
+        return frame
+"""
+
+
+def test_self_in_a_models_own_method_runs_the_model_on_device_inputs():
+    # 22: `self(img.cuda())` in predict; 44: a subclass of a module class of this file; 28 (MPS202): the output
+    # of `self.forward(img)` combined with a tensor the loop moves to the device each pass.
+    # Traps: a loop in __init__ (11), the forward pass's own loop over layers (16), `self(img)` with no
+    # device evidence (33), a loop over children that never calls `self` (37), a class that is no module (51).
+    assert rows(SELF_CALLS, "MPS201") == [22, 44]
+    assert rows(SELF_CALLS, "MPS202") == [28]
