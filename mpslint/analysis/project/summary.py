@@ -88,6 +88,12 @@ def calls_to(module: ast.Module, source: Optional[bytes], function: str) -> Dict
     return _Summarizer(module, False)._calls_to(function, source)
 
 
+def star_imports(module: ast.Module) -> List[ast.ImportFrom]:
+    """The module's ``from x import *`` statements, in the order its summary's ``stars`` lists them."""
+    return [node for node in _body_nodes(module.body)  # type: ignore[misc]
+            if type(node) is ast.ImportFrom and any(alias.name == "*" for alias in node.names)]  # type: ignore[attr-defined]
+
+
 _BLOCKS = ("body", "orelse", "finalbody")
 
 

@@ -174,6 +174,14 @@ class ProjectView:
             self._qualified[root] = found  # type: ignore[assignment]
         return found  # type: ignore[return-value]
 
+    def star_source(self, name: str) -> Optional[int]:
+        """The position (in the summary's ``stars``, ``summary.star_imports`` order) of the star import that
+        binds ``name`` in this file, where nothing else in the file binds it; else None."""
+        summary = self.header
+        if name in summary.imports or name in summary.names or name in self.bound or not summary.stars:
+            return None
+        return self.lookup.star_source(self.here, name, set())[0]
+
     def function(self, name: str) -> Optional[str]:
         """The return fact of this file's top-level function ``name``, or of one it imports."""
         if name in self.header.imports and name not in self.defined:
