@@ -73,6 +73,9 @@ def test_a_star_import_through_a_package_star_chain_counts(tmp_path):
     # torch is bound only after a definition: the picker would go above the star import
     {"utils.py": "import torch\n",
      "train.py": "def helper():\n    return 1\n\n\nfrom utils import *\n" + CHOICE + USE},
+    # code other than imports before the star import: code a fix writes `torch` into may run before it binds torch
+    {"utils.py": "import torch\n",
+     "train.py": "import os\nos.environ.setdefault('X', '1')\nfrom utils import *\n" + CHOICE + USE},
 ])
 def test_no_fix_where_the_star_import_may_not_bind_torch_before_the_picker(tmp_path, files):
     write_tree(tmp_path, files)

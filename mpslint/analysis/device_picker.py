@@ -699,7 +699,9 @@ def torch_alias(ctx) -> Optional[str]:
 def _star_torch_statement(ctx) -> Optional[ast.AST]:
     """The top-level ``from utils import *`` that binds ``torch`` in this file, where the project model resolves
     it to a module of the project whose ``torch`` is torch itself and nothing else in the file binds the name.
-    Only a statement of the module's body (not one under ``try``/``if``, which may not run) counts."""
+    Only a statement of the module's body (not one under ``try``/``if``, which may not run) with nothing but
+    imports before it counts: any fix writing ``torch`` (the picker, ``torch.cuda.is_available()``) writes
+    it into code that runs after it."""
     project = ctx.project
     if not project.header.stars or project.qualified("torch") != "torch":
         return None
@@ -710,7 +712,19 @@ def _star_torch_statement(ctx) -> Optional[ast.AST]:
     if position >= len(stars):
         return None
     statement = stars[position]
-    return statement if statement in ctx.module.body else None
+    body = ctx.module.body
+    if statement not in body:
+        return None
+    # Only imports (and the docstring) before it: every line a fix writes `torch` into runs after it.
+    before = body[: body.index(statement)]
+    if not all(type(s) in (ast.Import, ast.ImportFrom) or _is_docstring(s) for s in before):
+        return None
+    return statement
+
+
+def _is_docstring(statement: ast.AST) -> bool:
+    return type(statement) is ast.Expr and type(statement.value) is ast.Constant \
+        and isinstance(statement.value.value, str)  # type: ignore[attr-defined]
 
 
 def torch_binding(ctx) -> Optional[ast.AST]:
