@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import check, rows
+from helpers import check, fresh_project, rows, settings, write_tree  # noqa: F401 (fresh_project: a fixture)
+from mpslint.engine import check_text
 
 PRELUDE = """\
 import numpy as np
@@ -431,3 +432,42 @@ def test_self_in_a_models_own_method_runs_the_model_on_device_inputs():
     # device evidence (33), a loop over children that never calls `self` (37), a class that is no module (51).
     assert rows(SELF_CALLS, "MPS201") == [22, 44]
     assert rows(SELF_CALLS, "MPS202") == [28]
+
+
+def test_self_in_a_subclass_of_another_modules_model_class(tmp_path, fresh_project):
+    # `class Detector(BaseModel)`, BaseModel an nn.Module of models/base.py: its predict loop runs the model.
+    # Trap: `Recorder(Plain)`, Plain no module in the same file: `self(...)` there is no model call.
+    write_tree(tmp_path, {
+        "models/__init__.py": "",
+        "models/base.py": """\
+            from torch import nn
+
+
+            class BaseModel(nn.Module):
+                pass
+
+
+            class Plain:
+                pass
+            """,
+        "models/detector.py": """\
+            from models.base import BaseModel, Plain
+
+
+            class Detector(BaseModel):
+                def predict(self, images):
+                    for img in images:
+                        out = self(img.cuda())
+                        print(out.max().item())
+
+
+            class Recorder(Plain):
+                def replay(self, frames):
+                    for frame in frames:
+                        out = self(frame.cuda())
+                        print(out.max().item())
+            """,
+    })
+    path = tmp_path / "models" / "detector.py"
+    found = check_text(path.read_text(encoding="utf-8"), str(path), settings(["MPS201"])).diagnostics
+    assert [d.location.row for d in found] == [8]

@@ -4,8 +4,9 @@
 the loop, as ``model(img)`` does in a script. It counts as a model call only where:
 
 - the method belongs to an ``nn.Module`` subclass: a base that names a module class of torch,
-  Lightning or transformers (``nn.Module``, ``pl.LightningModule``, ``PreTrainedModel``), directly
-  or through a class of this file;
+  Lightning or transformers (``nn.Module``, ``pl.LightningModule``, ``PreTrainedModel``), directly,
+  through a class of this file, or a class another project module defines as one (its summary's
+  ``modules``: one module away, ``class Net(BaseModel)`` with ``BaseModel(nn.Module)`` in ``base.py``);
 - it is ``self(...)``, ``self.forward(...)`` or ``self.__call__(...)``, in a method other than
   ``__init__`` and ``forward``/``__call__`` themselves (a call of itself there is recursion, not a step).
 
@@ -24,14 +25,8 @@ from typing import Dict, List, Optional
 from mpslint.analysis.syntax import dotted_name
 from mpslint.analysis.device_flow.bindings import _class_of, enclosing_loops
 from mpslint.analysis.device_flow.kinds import Kind
+from mpslint.analysis.project.evaluate import MODULE_BASES
 
-# What a class's base qualifies to when it makes the class a module with a forward pass.
-MODULE_BASES = frozenset((
-    "torch.nn.Module", "torch.nn.Sequential", "torch.nn.modules.module.Module",
-    "pytorch_lightning.LightningModule", "pytorch_lightning.core.LightningModule",
-    "lightning.LightningModule", "lightning.pytorch.LightningModule",
-    "transformers.PreTrainedModel", "transformers.modeling_utils.PreTrainedModel",
-))
 _NOT_A_STEP = frozenset(("__init__", "forward", "__call__"))
 _SELF_FORWARD = frozenset(("forward", "__call__"))
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -92,7 +87,8 @@ class ModelCalls:
         return False
 
     def is_module_class(self, cls: ast.ClassDef, depth: int = 0) -> bool:
-        """``cls`` subclasses a module class: a known base, or a class of this file that does."""
+        """``cls`` subclasses a module class: a known base, a class of this file that does, or a class another
+        module of the project defines as one."""
         cache = self._module_classes
         known = cache.get(cls)
         if known is not None:
@@ -104,10 +100,14 @@ class ModelCalls:
             if qualified in MODULE_BASES:
                 found = True
                 break
-            if qualified is None and depth < 8:
-                local = [c for c in self._top_classes().get(dotted_name(base) or "", ()) if c is not cls]
+            if depth < 8:
+                name = dotted_name(base) or ""
+                local = [c for c in self._top_classes().get(name, ()) if c is not cls]
                 if local and all(self.is_module_class(c, depth + 1) for c in local):
                     found = True
+                    break
+                if not local and name and self.ctx.project.module_class(name):  # type: ignore[attr-defined]
+                    found = True  # `class Net(BaseModel)`, BaseModel an nn.Module of another project module
                     break
         cache[cls] = found
         return found

@@ -225,6 +225,22 @@ class ProjectView:
             target = resolved[1] if resolved is not None and resolved[0] == "module" else None  # type: ignore[assignment]
         return target.summary.functions.get(key) if target is not None else None  # type: ignore[union-attr]
 
+    def module_class(self, base: str) -> bool:
+        """``base`` (``BaseModel``, ``models.BaseModel``), a class this file imports from a module of the project,
+        is a module class there (``class BaseModel(nn.Module)``, the summary's ``modules``)."""
+        if "." in base:
+            owner, name = base.rsplit(".", 1)
+            resolved = self.imported(owner) if "." not in owner else None
+            target = resolved[1] if resolved is not None and resolved[0] == "module" else None
+        else:
+            entry = self.header.imports.get(base)
+            if entry is None or entry[0] != "from" or base in self.defined:
+                return False
+            dotted = absolute(self.here.dotted, self.here.is_package, entry[1], entry[2])
+            target = self.lookup.module(dotted, self.here.roots) if dotted else None
+            name = entry[3]
+        return target is not None and name in target.summary.modules  # type: ignore[union-attr]
+
     def module_function(self, module: str, name: str) -> Optional[str]:
         """``utils.reduce_mean`` where ``import utils`` (or ``from . import utils``) names a project module."""
         resolved = self.imported(module)
