@@ -52,6 +52,7 @@ STEP_EVIDENCE = ("backward", "step", "to(", "to_empty", "cuda", "prepare") + tup
 )
 
 _FOR = (ast.For, ast.AsyncFor)
+_SELF_CALLS = frozenset(("self", "self.forward", "self.__call__"))
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _FRAMES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -272,7 +273,7 @@ class HotLoops:
         name = dotted_name(func)
         if name is not None and self.flow.is_placed_name(name, call):
             return "forward"
-        if self.flow.model_call_kind(call) is Kind.DEVICE:
+        if name in _SELF_CALLS and self.flow.model_call_kind(call) is Kind.DEVICE:
             return "forward"  # `out = self(img.cuda())` in a model's `predict`: its own forward on the device
         values = positional(call)
         if any(type(v) is ast.Name and OPTIMIZER.search(v.id) for v in values) and any(  # type: ignore[attr-defined]
