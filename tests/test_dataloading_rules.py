@@ -159,6 +159,30 @@ def test_unguarded_finding_sits_on_the_call_and_names_the_entry():
     assert "`inner()`" in diag.message and "`main()`" in diag.message
 
 
+def test_unguarded_message_says_whether_the_script_has_a_guard():
+    # no guard at all: the message says so
+    bare = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\nrun(loader)\n"
+    [diag] = check(bare, ["MPS403"])
+    assert "with no `if __name__ == \"__main__\":` guard" in diag.message
+    # a guard the loader is built outside of (eval.py builds its loader at the top level, then
+    # `if __name__ == '__main__': evaluate(test_loader, model)`): still reported, and the message does not
+    # deny the guard
+    outside = bare.replace("run(loader)\n", "if __name__ == '__main__':\n    run(loader)\n")
+    [diag] = check(outside, ["MPS403"])
+    assert diag.location.row == 2
+    assert "with no" not in diag.message
+    assert "outside the script's `if __name__ == \"__main__\":` guard" in diag.message
+    # the same for a function the unguarded top level calls
+    called = ("from torch.utils.data import DataLoader\ndef make():\n    return DataLoader(ds, num_workers=2)\n"
+              "loader = make()\nif __name__ == '__main__':\n    run(loader)\n")
+    [diag] = check(called, ["MPS403"])
+    assert "`make()`, called at the top level of the script, outside the script's" in diag.message
+    # trap: the loader under the guard is not reported
+    inside = ("from torch.utils.data import DataLoader\nmodel = build()\nif __name__ == '__main__':\n"
+              "    loader = DataLoader(ds, num_workers=4)\n    run(loader)\n")
+    assert check(inside, ["MPS403"]) == []
+
+
 def test_pin_memory_through_a_kwargs_dict():
     # issue 14: `{'num_workers': 1, 'pin_memory': True}` passed as **kwargs
     src = "import torch\nkwargs = {'num_workers': 1, 'pin_memory': True}\nloader = torch.utils.data.DataLoader(ds, **kwargs)\n"

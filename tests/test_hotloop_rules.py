@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import check, rows
+from helpers import check, fresh_project, rows, settings, write_tree  # noqa: F401 (fresh_project: a fixture)
+from mpslint.engine import check_text
 
 PRELUDE = """\
 import numpy as np
@@ -364,3 +365,109 @@ def test_a_module_the_class_places_in_another_method_gives_device_outputs():
     # `self.D` is placed in check_cuda (under a flag): its forward in train() gives device tensors.
     # Trap: `self.G` is never placed, so what it returns is not known to be on the device.
     assert rows(GAN_TRAINER, "MPS204") == [17]
+
+
+SELF_CALLS = """\
+import numpy as np
+import torch
+from torch import nn
+
+
+class Detector(nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        for probe in [torch.zeros(1, 3)]:
+            self(probe.cuda()).sum().item()
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+            print(x.sum().item())
+        return x
+
+    def predict(self, images):
+        for img in images:
+            out = self(img.cuda())
+            print(out.max().item())
+
+    def predict_scaled(self, images, std):
+        for img in images:
+            out = self.forward(img)
+            mean = torch.tensor(std).cuda()
+            boxes = (out * mean).cpu().numpy()
+
+    def predict_host(self, images):
+        for img in images:
+            out = self(img)
+            print(out.max().item())
+
+    def children_sum(self, x):
+        for child in self.children():
+            total = child(x.cuda()).sum().item()
+
+
+class Head(Detector):
+    def score(self, batches):
+        for batch in batches:
+            logits = self(batch.to("cuda"))
+            best = logits.argmax().item()
+
+
+class Recorder:
+    def replay(self, frames):
+        for frame in frames:
+            out = self(frame.cuda())
+            print(out.max().item())
+
+    def __call__(self, frame):
+        return frame
+"""
+
+
+def test_self_in_a_models_own_method_runs_the_model_on_device_inputs():
+    # 22: `self(img.cuda())` in predict; 44: a subclass of a module class of this file; 28 (MPS202): the output
+    # of `self.forward(img)` combined with a tensor the loop moves to the device each pass.
+    # Traps: a loop in __init__ (11), the forward pass's own loop over layers (16), `self(img)` with no
+    # device evidence (33), a loop over children that never calls `self` (37), a class that is no module (51).
+    assert rows(SELF_CALLS, "MPS201") == [22, 44]
+    assert rows(SELF_CALLS, "MPS202") == [28]
+
+
+def test_self_in_a_subclass_of_another_modules_model_class(tmp_path, fresh_project):
+    # `class Detector(BaseModel)`, BaseModel an nn.Module of models/base.py: its predict loop runs the model.
+    # Trap: `Recorder(Plain)`, Plain no module in the same file: `self(...)` there is no model call.
+    write_tree(tmp_path, {
+        "models/__init__.py": "",
+        "models/base.py": """\
+            from torch import nn
+
+
+            class BaseModel(nn.Module):
+                pass
+
+
+            class Plain:
+                pass
+            """,
+        "models/detector.py": """\
+            from models.base import BaseModel, Plain
+
+
+            class Detector(BaseModel):
+                def predict(self, images):
+                    for img in images:
+                        out = self(img.cuda())
+                        print(out.max().item())
+
+
+            class Recorder(Plain):
+                def replay(self, frames):
+                    for frame in frames:
+                        out = self(frame.cuda())
+                        print(out.max().item())
+            """,
+    })
+    path = tmp_path / "models" / "detector.py"
+    found = check_text(path.read_text(encoding="utf-8"), str(path), settings(["MPS201"])).diagnostics
+    assert [d.location.row for d in found] == [8]

@@ -164,6 +164,25 @@ def test_function_returns_in_terms_of_arguments():
     }
 
 
+def test_module_classes_are_those_with_a_module_base_here():
+    summary = summary_of("""
+        import torch.nn as nn
+        from torch.nn import Module
+        from .base import Base
+
+        class Net(nn.Module): pass
+        class Deeper(Net): pass
+        class Other(Module): pass
+        class Plain: pass
+        class FromElsewhere(Base): pass
+        class Mixed(Plain, Deeper): pass
+        class Loop(Loop2): pass
+        class Loop2(Loop): pass
+        """)
+    # Base (another module's) is not known here: a checked file that imports it asks that module's summary
+    assert summary.modules == ["Deeper", "Mixed", "Net", "Other"]
+
+
 def test_summary_round_trips_through_json_and_digest_follows_content():
     first = summary_of("import torch\nDTYPE = torch.float64\n")
     again = type(first).from_json(first.to_json())

@@ -46,6 +46,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 from mpslint.analysis.argument_device import ArgumentDevices
 from mpslint.analysis.cuda_context import CudaContext, is_compound, is_cuda_literal
 from mpslint.analysis.package_helper import package_helper
+from mpslint.analysis.project.summary import star_imports
 from mpslint.analysis.syntax import dotted_name, is_main_guard, parameters, string_value, target_names
 from mpslint.fixes.edits import NodeEdit, insert_after, insert_before, insert_line_after
 from mpslint.knowledge.cuda_api import ACCELERATOR_ONE_LINER
@@ -226,7 +227,7 @@ class DevicePicker:
             self._usable = False
             if self.torch is not None and self.anchor is not None:
                 body = self.module.body
-                binding = _torch_import_statement(self.module)
+                binding = torch_binding(self.ctx)
                 self._usable = binding is not None and body.index(binding) <= body.index(self.anchor)
         return self._usable
 
@@ -677,7 +678,8 @@ def _is_device_expr(value: ast.AST) -> bool:
 
 
 def torch_alias(ctx) -> Optional[str]:
-    """The module-level name bound to ``torch`` itself (``import torch as th`` -> ``th``)."""
+    """The module-level name bound to ``torch`` itself (``import torch as th`` -> ``th``), or ``torch`` where
+    only a star import of a project module that binds it brings it (``from utils import *``)."""
     found = []
     for stmt in _top_level_statements(ctx.module):
         if type(stmt) is ast.Import:
@@ -689,7 +691,47 @@ def torch_alias(ctx) -> Optional[str]:
                     found.append("torch")
     if "torch" in found:
         return "torch"
-    return found[0] if found else None
+    if found:
+        return found[0]
+    return "torch" if _star_torch_statement(ctx) is not None else None
+
+
+def _star_torch_statement(ctx) -> Optional[ast.AST]:
+    """The top-level ``from utils import *`` that binds ``torch`` in this file, where the project model resolves
+    it to a module of the project whose ``torch`` is torch itself and nothing else in the file binds the name.
+    Only a statement of the module's body (not one under ``try``/``if``, which may not run) with nothing but
+    imports before it counts: any fix writing ``torch`` (the picker, ``torch.cuda.is_available()``) writes
+    it into code that runs after it."""
+    project = ctx.project
+    if not project.header.stars or project.qualified("torch") != "torch":
+        return None
+    position = project.star_source("torch")
+    if position is None:
+        return None
+    stars = star_imports(ctx.module)
+    if position >= len(stars):
+        return None
+    statement = stars[position]
+    body = ctx.module.body
+    if statement not in body:
+        return None
+    # Only imports (and the docstring) before it: every line a fix writes `torch` into runs after it.
+    before = body[: body.index(statement)]
+    if not all(type(s) in (ast.Import, ast.ImportFrom) or _is_docstring(s) for s in before):
+        return None
+    return statement
+
+
+def _is_docstring(statement: ast.AST) -> bool:
+    return type(statement) is ast.Expr and type(statement.value) is ast.Constant \
+        and isinstance(statement.value.value, str)  # type: ignore[attr-defined]
+
+
+def torch_binding(ctx) -> Optional[ast.AST]:
+    """The top-level statement (or block) that first binds ``torch``: an ``import torch``, else the star
+    import that brings it (``_star_torch_statement``)."""
+    found = _torch_import_statement(ctx.module)
+    return found if found is not None else _star_torch_statement(ctx)
 
 
 # `import torch` imports `torch.mps` from torch 2.1 on (pytorch/pytorch#100165, fixed by #98837).
@@ -863,7 +905,7 @@ def helper_anchor(ctx) -> Optional[ast.AST]:
     ``import torch``, in that cell."""
     module = ctx.module
     end = _import_block_end(ctx)
-    torch_import = _torch_import_statement(module)
+    torch_import = torch_binding(ctx)
     if torch_import is None or end is None:
         return end
     body = module.body

@@ -2,7 +2,8 @@
 
 A loop is *hot* when its own body (not a nested loop's) runs a training or
 inference step: ``.backward()``, ``optimizer.step()``, the forward call of a
-placed module, or a call to a function of this module that does one of these
+placed module (or ``self(x)`` on a device tensor in a model's own method,
+``device_flow/model_calls.py``), or a call to a function of this module that does one of these
 outside its own loops; or when it iterates a data loader (``loader``,
 ``enumerate(loader)``, ``tqdm(loader)``, ``zip(loader, ...)``). An epoch loop
 whose body only contains the batch loop is not hot: its own statements run
@@ -51,6 +52,7 @@ STEP_EVIDENCE = ("backward", "step", "to(", "to_empty", "cuda", "prepare") + tup
 )
 
 _FOR = (ast.For, ast.AsyncFor)
+_SELF_CALLS = frozenset(("self", "self.forward", "self.__call__"))
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _FRAMES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -271,6 +273,8 @@ class HotLoops:
         name = dotted_name(func)
         if name is not None and self.flow.is_placed_name(name, call):
             return "forward"
+        if name in _SELF_CALLS and self.flow.model_call_kind(call) is Kind.DEVICE:
+            return "forward"  # `out = self(img.cuda())` in a model's `predict`: its own forward on the device
         values = positional(call)
         if any(type(v) is ast.Name and OPTIMIZER.search(v.id) for v in values) and any(  # type: ignore[attr-defined]
                 type(v) is ast.Name and "loss" in v.id.lower() and self.flow.is_device(v) for v in values):  # type: ignore[attr-defined]

@@ -92,6 +92,13 @@ class UnguardedWorkers(Rule):
         where = self._runs_at_import(node)
         if where is None:
             return
+        if any(is_main_guard(statement) for statement in self.ctx.module.body):
+            # The script has a guard, but this runs outside it: each worker re-runs it (and all the unguarded
+            # code around it: loading checkpoints, building models) when it re-imports the script.
+            self.report(node, f"{what} is created {where}, outside the script's `if __name__ == \"__main__\":` "
+                              "guard: macOS spawns workers, which re-import the script and run everything outside "
+                              "the guard again in each worker; move it under the guard")
+            return
         self.report(node, f"{what} is created {where} with no `if __name__ == \"__main__\":` guard: macOS spawns "
                           "workers, which re-import the script and start it again; put the entry point under the guard")
 

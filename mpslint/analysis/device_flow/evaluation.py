@@ -427,6 +427,10 @@ class Evaluation:
         returned = self._returned(call, func)
         if returned is not None:
             return returned
+        if name == "self":
+            model = self.model_call_kind(call)  # type: ignore[attr-defined]
+            if model is not None:
+                return model
         callee = self.kind(func)
         if callee in (Kind.MODULE, Kind.DEVICE):
             return Kind.DEVICE
@@ -459,6 +463,10 @@ class Evaluation:
                 return returned
             if self.is_placed_name(f"self.{method}", call):
                 return Kind.DEVICE  # `self.D(images)`: the forward of a module the class placed (`self.D.cuda()`)
+            if method in ("forward", "__call__"):
+                model = self.model_call_kind(call)  # type: ignore[attr-defined]
+                if model is not None:
+                    return model
         if method == "to":
             return self._eval_to(call, receiver)
         if method == "cuda":

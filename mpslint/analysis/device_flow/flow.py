@@ -12,9 +12,10 @@ from mpslint.analysis.device_flow.evaluation import Evaluation
 from mpslint.analysis.device_flow.placement import Placement
 from mpslint.analysis.device_flow.across import AcrossModules
 from mpslint.analysis.device_flow.reads import HostReads
+from mpslint.analysis.device_flow.model_calls import ModelCalls
 
 
-class DeviceFlow(Evaluation, Placement, Bindings, AcrossModules, HostReads):
+class DeviceFlow(Evaluation, Placement, Bindings, AcrossModules, HostReads, ModelCalls):
     def __init__(self, ctx) -> None:
         self.ctx = ctx
         self.tree: Tree = ctx.tree
@@ -40,4 +41,6 @@ class DeviceFlow(Evaluation, Placement, Bindings, AcrossModules, HostReads):
         self._busy: Set[ast.AST] = set()
         self._binding_memo: Dict[Tuple[Binding, str], Kind] = {}
         self._depth = 0
+        self._module_classes: Dict[ast.AST, bool] = {}
+        self._top_level_classes: Optional[Dict[str, List[ast.ClassDef]]] = None
         self._collect()

@@ -42,6 +42,14 @@ MODULE_LIKE = re.compile(
     re.IGNORECASE,
 )
 
+# What a class's base qualifies to when it makes the class a module with a forward pass (``self(x)`` runs it).
+MODULE_BASES = frozenset((
+    "torch.nn.Module", "torch.nn.Sequential", "torch.nn.modules.module.Module",
+    "pytorch_lightning.LightningModule", "pytorch_lightning.core.LightningModule",
+    "lightning.LightningModule", "lightning.pytorch.LightningModule",
+    "transformers.PreTrainedModel", "transformers.modeling_utils.PreTrainedModel",
+))
+
 
 Lookup = Callable[[str], Optional[str]]  # a name's fact where the expression is
 

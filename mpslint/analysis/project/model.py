@@ -257,8 +257,13 @@ class Lookup:
 
     def starred(self, where: ModuleRef, name: str, seen: Set[Tuple[str, str]]) -> Optional[Resolved]:
         """``name`` brought by one of the module's star imports (the last one that exports it wins)."""
+        return self.star_source(where, name, seen)[1]
+
+    def star_source(self, where: ModuleRef, name: str, seen: Set[Tuple[str, str]]) -> Tuple[Optional[int], Optional[Resolved]]:
+        """(the position in ``where.summary.stars`` of the star import ``name`` comes from, what it is); (None,
+        None) when no star import of the module brings it."""
         if name.startswith("_") or not where.summary.stars:
-            return None
+            return None, None
         bound, nested = self._stars(where)
         # The last star import that binds the name itself, unless a later one re-exports it from its own stars.
         first = bound.get(name)
@@ -270,8 +275,11 @@ class Lookup:
                 continue
             found = self.name(target, name, seen)
             if found is not None:
-                return found
-        return self.name(first[1], name, seen) if first is not None else None
+                return position, found
+        if first is None:
+            return None, None
+        found = self.name(first[1], name, seen)
+        return (first[0], found) if found is not None else (None, None)
 
     def _stars(self, where: ModuleRef) -> Tuple[Dict[str, Tuple[int, ModuleRef]], List[Tuple[int, ModuleRef]]]:
         """The module's star imports, indexed once per run: name -> (position, the last target binding it),

@@ -34,7 +34,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from mpslint.analysis.names import LIBRARIES, ImportTable
 from mpslint.analysis.project import facts
-from mpslint.analysis.project.evaluate import MODULE_LIKE, Evaluator, names_a_device, string_fact
+from mpslint.analysis.project.evaluate import MODULE_BASES, MODULE_LIKE, Evaluator, names_a_device, string_fact
 from mpslint.analysis.syntax import dotted_name
 
 FORMAT = 5  # bump when what a summary holds changes: cached summaries of another format are not read
@@ -52,6 +52,8 @@ class ModuleSummary:
     aliases: Dict[str, str] = field(default_factory=dict)
     values: Dict[str, str] = field(default_factory=dict)
     functions: Dict[str, str] = field(default_factory=dict)
+    # Top-level classes that subclass a module class (``nn.Module``), directly or through a class of the module.
+    modules: List[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
@@ -86,6 +88,12 @@ def calls_to(module: ast.Module, source: Optional[bytes], function: str) -> Dict
     it (``accuracy``, ``utils.accuracy``): per positional argument, what the calls here pass (``facts.some_call``).
     ``source``, the module's text when known, lets only the functions whose lines call it be read."""
     return _Summarizer(module, False)._calls_to(function, source)
+
+
+def star_imports(module: ast.Module) -> List[ast.ImportFrom]:
+    """The module's ``from x import *`` statements, in the order its summary's ``stars`` lists them."""
+    return [node for node in _body_nodes(module.body)  # type: ignore[misc]
+            if type(node) is ast.ImportFrom and any(alias.name == "*" for alias in node.names)]  # type: ignore[attr-defined]
 
 
 _BLOCKS = ("body", "orelse", "finalbody")
@@ -153,6 +161,7 @@ class _Summarizer:
     def _read_top_level(self, module: ast.Module) -> None:
         summary = self.summary
         names: Set[str] = set()
+        classes: List[ast.ClassDef] = []
         self.unconditional = {id(statement.value) for statement in module.body  # type: ignore[attr-defined]
                               if type(statement) is ast.Assign}
         for node in _body_nodes(module.body):
@@ -181,12 +190,37 @@ class _Summarizer:
                 self.methods[node.name] = False  # type: ignore[attr-defined]
             elif cls is ast.ClassDef:
                 names.add(node.name)  # type: ignore[attr-defined]
+                classes.append(node)  # type: ignore[arg-type]
                 for item in node.body:  # type: ignore[attr-defined]
                     if isinstance(item, _FUNCTIONS):
                         key = f"{node.name}.{item.name}"  # type: ignore[attr-defined]
                         self.functions[key] = item
                         self.methods[key] = not any(dotted_name(d) == "staticmethod" for d in item.decorator_list)
         summary.names = sorted(names)
+        summary.modules = self._module_classes(classes)
+
+    def _module_classes(self, classes: List[ast.ClassDef]) -> List[str]:
+        """The classes whose bases name a module class of torch (or Lightning, transformers) or of this module."""
+        by_name: Dict[str, List[ast.ClassDef]] = {}
+        for node in classes:
+            by_name.setdefault(node.name, []).append(node)
+        memo: Dict[str, bool] = {}
+
+        def is_module(name: str, depth: int) -> bool:
+            known = memo.get(name)
+            if known is not None:
+                return known
+            if depth > 8:
+                return False  # a chain of bases deeper than real code has: not followed (and not memoized)
+            memo[name] = False  # a cycle of bases is no module
+            result = all(any(self.table.qualify(base) in MODULE_BASES
+                             or (dotted_name(base) in by_name and is_module(dotted_name(base), depth + 1))  # type: ignore[arg-type]
+                             for base in node.bases)
+                         for node in by_name[name])
+            memo[name] = result
+            return result
+
+        return sorted(name for name in by_name if is_module(name, 0))
 
     def _read_import(self, node, names: Set[str]) -> None:
         imports = self.summary.imports

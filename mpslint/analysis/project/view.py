@@ -174,6 +174,14 @@ class ProjectView:
             self._qualified[root] = found  # type: ignore[assignment]
         return found  # type: ignore[return-value]
 
+    def star_source(self, name: str) -> Optional[int]:
+        """The position (in the summary's ``stars``, ``summary.star_imports`` order) of the star import that
+        binds ``name`` in this file, where nothing else in the file binds it; else None."""
+        summary = self.header
+        if name in summary.imports or name in summary.names or name in self.bound or not summary.stars:
+            return None
+        return self.lookup.star_source(self.here, name, set())[0]
+
     def function(self, name: str) -> Optional[str]:
         """The return fact of this file's top-level function ``name``, or of one it imports."""
         if name in self.header.imports and name not in self.defined:
@@ -216,6 +224,22 @@ class ProjectView:
             resolved = self.imported(owner) if "." not in owner else None
             target = resolved[1] if resolved is not None and resolved[0] == "module" else None  # type: ignore[assignment]
         return target.summary.functions.get(key) if target is not None else None  # type: ignore[union-attr]
+
+    def module_class(self, base: str) -> bool:
+        """``base`` (``BaseModel``, ``models.BaseModel``), a class this file imports from a module of the project,
+        is a module class there (``class BaseModel(nn.Module)``, the summary's ``modules``)."""
+        if "." in base:
+            owner, name = base.rsplit(".", 1)
+            resolved = self.imported(owner) if "." not in owner else None
+            target = resolved[1] if resolved is not None and resolved[0] == "module" else None
+        else:
+            entry = self.header.imports.get(base)
+            if entry is None or entry[0] != "from" or base in self.defined:
+                return False
+            dotted = absolute(self.here.dotted, self.here.is_package, entry[1], entry[2])
+            target = self.lookup.module(dotted, self.here.roots) if dotted else None
+            name = entry[3]
+        return target is not None and name in target.summary.modules  # type: ignore[union-attr]
 
     def module_function(self, module: str, name: str) -> Optional[str]:
         """``utils.reduce_mean`` where ``import utils`` (or ``from . import utils``) names a project module."""
