@@ -31,6 +31,41 @@ def test_pin_memory_fix_uses_the_device_in_scope():
     assert 'pin_memory=device.type == "cuda"' in fix(src, ["MPS401"]).text
 
 
+@pytest.mark.parametrize("src", [
+    # module code runs in order: `device` is not bound yet where the loader is made
+    """
+    import torch
+    from torch.utils.data import DataLoader
+    loader = DataLoader(ds, pin_memory=True)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    """,
+    # a function that binds `device` after the loader: `device` is its local, unbound at that line
+    """
+    import torch
+    from torch.utils.data import DataLoader
+    device = torch.device("cuda")
+    def make(ds):
+        loader = DataLoader(ds, pin_memory=True)
+        device = torch.device("cpu")
+        return loader, device
+    """,
+])
+def test_pin_memory_fix_never_reads_a_device_bound_after_the_loader(src):
+    fixed = fix(src, ["MPS401"]).text
+    assert "pin_memory=torch.cuda.is_available()" in fixed and "device.type" not in fixed
+
+
+def test_a_function_reads_the_module_device_bound_by_the_time_it_is_called():
+    src = """
+    import torch
+    from torch.utils.data import DataLoader
+    def make(ds):
+        return DataLoader(ds, pin_memory=True)
+    device = torch.device("cuda")
+    """
+    assert 'pin_memory=device.type == "cuda"' in fix(src, ["MPS401"]).text
+
+
 def test_string_device_is_not_used_by_the_fix():
     src = """
     import torch

@@ -20,48 +20,81 @@ def _torch_local_name(ctx: Context) -> Optional[str]:
 
 
 def _device_in_scope(ctx: Context, node: ast.AST) -> bool:
-    """A name ``device`` that holds a ``torch.device`` where ``node`` runs.
+    """A name ``device`` that holds a ``torch.device`` when ``node`` runs.
 
     Only assignments from ``torch.device(...)``/``pick_device()`` (what
     mpslint's own device fix writes) and parameters annotated ``torch.device``
     count: ``device = "cuda"`` is a string, and ``device.type`` would fail.
+    Code of the module itself, and of a function that binds ``device``, runs
+    in order: there the assignment must come before ``node``. A function that
+    does not bind it reads the module's (or an enclosing function's), which
+    is bound by the time it is called.
     """
     scopes = ctx.analysis(_TorchDeviceScopes)
-    return scopes.binds(ctx.module) or ctx.tree.inherited("torch-device-in-scope", node, scopes.step, False)
+    scope = ctx.tree.scope_of(node)
+    if scope is ctx.module or scopes.binds_name(scope):
+        return scopes.binds_before(scope, ctx.tree.index(node))
+    return scopes.binds_before(ctx.module, None) or ctx.tree.inherited("torch-device-in-scope", node, scopes.step, False)
 
 
 class _TorchDeviceScopes:
-    """Per file: which functions (and the module) bind ``device`` to a ``torch.device``, each looked at once."""
+    """Per file: where functions (and the module) bind ``device`` to a ``torch.device``, each looked at once."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.known: Dict[ast.AST, bool] = {}
+        self.known: Dict[ast.AST, Optional[int]] = {}
+        self.named: Dict[ast.AST, bool] = {}
 
-    def binds(self, scope: ast.AST) -> bool:
-        found = self.known.get(scope)
+    def binds_before(self, scope: ast.AST, index: Optional[int]) -> bool:
+        """Whether ``scope`` binds ``device`` to a torch.device before the node at ``index`` (None: anywhere)."""
+        if scope not in self.known:
+            self.known[scope] = _torch_device_binding(self.ctx, scope)
+        where = self.known[scope]
+        return where is not None and (index is None or where < index)
+
+    def binds_name(self, scope: ast.AST) -> bool:
+        """Whether ``device`` is a local name of the function ``scope`` (any binding, anywhere in it)."""
+        found = self.named.get(scope)
         if found is None:
-            found = self.known[scope] = _binds_torch_device(self.ctx, scope)
+            found = self.named[scope] = _binds_name(self.ctx, scope, "device")
         return found
 
     def step(self, parent: ast.AST, child: ast.AST, above: bool) -> bool:
-        return above or (type(parent) in (ast.FunctionDef, ast.AsyncFunctionDef) and self.binds(parent))
+        return above or (type(parent) in (ast.FunctionDef, ast.AsyncFunctionDef) and self.binds_before(parent, None))
 
 
-def _binds_torch_device(ctx: Context, scope: ast.AST) -> bool:
+def _torch_device_binding(ctx: Context, scope: ast.AST) -> Optional[int]:
+    """The tree index where ``scope`` first binds ``device`` to a torch.device (a parameter: its function's)."""
     if type(scope) in (ast.FunctionDef, ast.AsyncFunctionDef):
         for param in [*scope.args.args, *scope.args.kwonlyargs]:  # type: ignore[attr-defined]
             if param.arg == "device" and param.annotation is not None:
                 if ctx.qualify(param.annotation) == "torch.device":
-                    return True
+                    return ctx.tree.index(scope)
     elif type(scope) is not ast.Module:
-        return False
+        return None
     for stmt in scope.body:  # type: ignore[attr-defined]
         if (type(stmt) is ast.Assign and len(stmt.targets) == 1
                 and type(stmt.targets[0]) is ast.Name and stmt.targets[0].id == "device"
                 and type(stmt.value) is ast.Call):
             func = stmt.value.func
             if ctx.qualify(func) in DEVICE_FACTORIES or dotted_name(func) == "pick_device":
-                return True
+                return ctx.tree.end(stmt)  # bound once the whole statement has run
+    return None
+
+
+def _binds_name(ctx: Context, scope: ast.AST, name: str) -> bool:
+    if type(scope) not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+        return False
+    arguments = scope.args  # type: ignore[attr-defined]
+    if any(a.arg == name for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                                   *filter(None, (arguments.vararg, arguments.kwarg))]):
+        return True
+    tree = ctx.tree
+    for index in range(tree.index(scope) + 1, tree.end(scope) + 1):
+        node = tree.nodes[index]
+        if tree.scope_of(node) is scope and type(node) is ast.Name and node.id == name \
+                and type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+            return True
     return False
 
 
