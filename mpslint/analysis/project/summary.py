@@ -13,7 +13,9 @@ against the project. What a summary holds:
 - ``values``: the fact of each top-level name the module assigns (``facts``);
 - ``functions``: the return fact of each top-level function and of each method
   (``Class.method``), in terms of its arguments (``arg:K``: on the device of
-  the K-th positional argument, ``self`` not counted).
+  the K-th positional argument, ``self`` not counted);
+- ``starts``: the top-level functions and classes whose call starts worker
+  processes (``analysis/processes.py``).
 
 Not in a summary, asked only when a rule needs it: ``calls_to(module, source,
 function)``, what the module passes to a function it imports (``callers.py``).
@@ -32,12 +34,13 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
+from mpslint.analysis import processes
 from mpslint.analysis.names import LIBRARIES, ImportTable
 from mpslint.analysis.project import facts
 from mpslint.analysis.project.evaluate import MODULE_LIKE, Evaluator, names_a_device, string_fact
 from mpslint.analysis.syntax import dotted_name
 
-FORMAT = 4  # bump when what a summary holds changes: cached summaries of another format are not read
+FORMAT = 5  # bump when what a summary holds changes: cached summaries of another format are not read
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -52,6 +55,7 @@ class ModuleSummary:
     aliases: Dict[str, str] = field(default_factory=dict)
     values: Dict[str, str] = field(default_factory=dict)
     functions: Dict[str, str] = field(default_factory=dict)
+    starts: List[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
@@ -131,6 +135,7 @@ class _Summarizer:
         self.assignments: Dict[str, List[Optional[ast.AST]]] = {}  # top-level name -> assigned values (None: unknown)
         self.functions: Dict[str, ast.AST] = {}  # name or Class.method -> definition
         self.methods: Dict[str, bool] = {}  # the same keys: whether the first parameter is self/cls
+        self.classes: Dict[str, ast.ClassDef] = {}
         self.memo: Dict[Tuple[str, str], Optional[str]] = {}
         self.busy: Set[Tuple[str, str]] = set()
         self.attributes: Dict[str, Dict[str, List[Tuple[str, ast.AST]]]] = {}  # class -> its self.<name> assignments
@@ -147,6 +152,8 @@ class _Summarizer:
             fact = self.returns(name)
             if fact is not None:
                 summary.functions[name] = fact
+        if processes.may_start(self.table.bindings):
+            summary.starts = processes.starting(self.functions, self.classes, self.table.qualify)
 
     # ------------------------------------------------------------ reading
 
@@ -181,6 +188,7 @@ class _Summarizer:
                 self.methods[node.name] = False  # type: ignore[attr-defined]
             elif cls is ast.ClassDef:
                 names.add(node.name)  # type: ignore[attr-defined]
+                self.classes[node.name] = node  # type: ignore[attr-defined,assignment]
                 for item in node.body:  # type: ignore[attr-defined]
                     if isinstance(item, _FUNCTIONS):
                         key = f"{node.name}.{item.name}"  # type: ignore[attr-defined]

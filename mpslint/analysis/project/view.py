@@ -27,6 +27,7 @@ from mpslint.analysis.names import LIBRARIES
 from mpslint.analysis.project.layout import absolute
 from mpslint.analysis.project.model import Lookup, ModuleRef, Resolved, roots_of, shared
 from mpslint.analysis.project.summary import ModuleSummary, summarize
+from mpslint.analysis.syntax import is_main_guard
 
 _UNSET = object()
 
@@ -110,9 +111,11 @@ class ProjectView:
 
         A rule is skipped when its trigger words are not in the file; a file whose
         ``DTYPE`` is ``torch.float64`` in another module needs that word too. Only
-        star imports and names of settings are read here (``DTYPE``, ``DEVICE``,
-        ``compute_dtype``, ``loader_kwargs``): reading every imported module before
-        any rule asks would parse much of a package for each file of a cold run.
+        star imports, names of settings (``DTYPE``, ``DEVICE``, ``compute_dtype``,
+        ``loader_kwargs``) and names called in the unguarded top-level code of the
+        file (one that starts worker processes there stands for ``multiprocessing``)
+        are read here: reading every imported module before any rule asks would
+        parse much of a package for each file of a cold run.
         """
         summary = self.header
         words = set()
@@ -132,6 +135,9 @@ class ProjectView:
                 words.update(v for k, v in target.summary.values.items() if k in exported)
             elif not level:
                 words.add(module)
+        if any(self.starts_processes(name) for name in _called_at_top_level(self.module)
+               if name not in self.defined and self.may_be_from_project(name)):
+            words.add("multiprocessing")  # `envs = SubprocVecEnv(fns)` with no `__main__` guard (MPS403)
         return " ".join(sorted(words))
 
     def may_be_from_project(self, name: str) -> bool:
@@ -158,6 +164,29 @@ class ProjectView:
                 found = self.lookup.starred(self.here, name, set())
             self._imported[name] = found
         return found  # type: ignore[return-value]
+
+    def starts_processes(self, name: str) -> bool:
+        """Whether calling ``name`` starts worker processes: a class of this file, or a function or class it
+        imports from the project (``ModuleSummary.starts``). Functions of this file are not asked: MPS403 follows
+        them into their bodies itself."""
+        found = self.__dict__.setdefault("_starts", {}).get(name)
+        if found is None:
+            found = self.__dict__["_starts"][name] = self._starts_processes(name)
+        return found
+
+    def _starts_processes(self, name: str) -> bool:
+        if name in self.defined:
+            return name in self.summary.starts and _class_named(self.module, name)
+        summary = self.header
+        if name in summary.imports:
+            if not self.may_be_from_project(name):
+                return False
+            resolved = self.lookup.imported(self.here, summary.imports[name], set())
+        elif name not in summary.names and summary.stars:
+            resolved = self.lookup.starred(self.here, name, set())
+        else:
+            return False
+        return resolved is not None and resolved[0] == "starts"
 
     def qualified(self, root: str) -> Optional[str]:
         """The qualified name ``root`` stands for, where the file's own imports do not say it."""
@@ -252,8 +281,32 @@ def _roots_named(path: str, roots: Tuple[str, ...], header: ModuleSummary) -> Tu
     return tuple(found)
 
 
+def _called_at_top_level(module: ast.Module) -> List[str]:
+    """Names called as ``f(...)`` in the module's top-level statements, not in functions, classes, lambdas or
+    an ``if __name__ == "__main__":`` block (what runs again when a spawned worker imports the script)."""
+    found: List[str] = []
+    stack: List[ast.AST] = [s for s in module.body if type(s) not in _NOT_CALLING]
+    while stack:
+        node = stack.pop()
+        cls = type(node)
+        if cls in _SCOPES or is_main_guard(node):
+            continue
+        if cls is ast.Call and type(node.func) is ast.Name:  # type: ignore[attr-defined]
+            found.append(node.func.id)  # type: ignore[attr-defined]
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_NOT_CALLING = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+
+
+def _class_named(module: ast.Module, name: str) -> bool:
+    return any(type(s) is ast.ClassDef and s.name == name for s in module.body)  # type: ignore[attr-defined]
+
+
 def _words(resolved: Optional[Resolved]) -> Tuple[str, ...]:
-    if resolved is None or resolved[0] == "module":
+    if resolved is None or resolved[0] in ("module", "starts"):
         return ()
     return (str(resolved[1]),)
 
