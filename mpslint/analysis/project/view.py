@@ -176,7 +176,8 @@ class ProjectView:
 
     def _starts_processes(self, name: str) -> bool:
         if name in self.defined:
-            return name in self.summary.starts and _class_named(self.module, name)
+            # The file's own summary (every function's facts) only where its imports can start a process.
+            return _imports_processes(self.header) and name in self.summary.starts and _class_named(self.module, name)
         summary = self.header
         if name in summary.imports:
             if not self.may_be_from_project(name):
@@ -282,23 +283,37 @@ def _roots_named(path: str, roots: Tuple[str, ...], header: ModuleSummary) -> Tu
 
 
 def _called_at_top_level(module: ast.Module) -> List[str]:
-    """Names called as ``f(...)`` in the module's top-level statements, not in functions, classes, lambdas or
-    an ``if __name__ == "__main__":`` block (what runs again when a spawned worker imports the script)."""
+    """Public names called by the module's top-level statements as a whole (``envs = SubprocVecEnv(fns)``,
+    ``main()``), in nested blocks too but not in functions, classes or an ``if __name__ == "__main__":`` block:
+    what runs again when a spawned worker imports the script. Only the statement's own call is read (not calls
+    inside its arguments, nor an ``if``'s test): the prefilter must stay cheap on every file of a package."""
     found: List[str] = []
-    stack: List[ast.AST] = [s for s in module.body if type(s) not in _NOT_CALLING]
+    stack: List[ast.AST] = list(module.body)
     while stack:
         node = stack.pop()
         cls = type(node)
-        if cls in _SCOPES or is_main_guard(node):
+        if cls in _NOT_CALLING or is_main_guard(node):
             continue
-        if cls is ast.Call and type(node.func) is ast.Name:  # type: ignore[attr-defined]
-            found.append(node.func.id)  # type: ignore[attr-defined]
-        stack.extend(ast.iter_child_nodes(node))
+        if cls in (ast.Assign, ast.AnnAssign, ast.Expr):
+            value = node.value  # type: ignore[attr-defined]
+            if type(value) is ast.Call and type(value.func) is ast.Name and not value.func.id.startswith("_"):  # type: ignore[attr-defined]
+                found.append(value.func.id)  # type: ignore[attr-defined]
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            stack.extend(getattr(node, name, ()))
+        for handler in getattr(node, "handlers", ()):
+            stack.extend(handler.body)
     return found
 
 
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _NOT_CALLING = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+
+
+def _imports_processes(summary: ModuleSummary) -> bool:
+    return any((entry[1] if entry[0] == "import" else entry[2]).split(".", 1)[0] in ("multiprocessing", "concurrent")
+               or (entry[1] if entry[0] == "import" else entry[2]).startswith("torch.multiprocessing")
+               or (entry[0] == "from" and entry[2] == "torch" and entry[3] == "multiprocessing")
+               for entry in summary.imports.values())
 
 
 def _class_named(module: ast.Module, name: str) -> bool:
