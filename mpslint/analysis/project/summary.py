@@ -15,7 +15,10 @@ against the project. What a summary holds:
   (``Class.method``), in terms of its arguments (``arg:K``: on the device of
   the K-th positional argument, ``self`` not counted);
 - ``starts``: the top-level functions and classes whose call starts worker
-  processes (``analysis/processes.py``).
+  processes (``analysis/processes.py``);
+- ``device_options``: the options of a parsed-arguments object (``args.use_gpu``,
+  ``self.args.use_gpu``) that an ``if`` reads as a CUDA device choice
+  (``namespace_flags.py``).
 
 Not in a summary, asked only when a rule needs it: ``calls_to(module, source,
 function)``, what the module passes to a function it imports (``callers.py``).
@@ -37,6 +40,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 from mpslint.analysis import processes
 from mpslint.analysis.names import LIBRARIES, ImportTable
 from mpslint.analysis.project import facts
+from mpslint.analysis.project.namespace_flags import device_options, may_read_options
 from mpslint.analysis.project.evaluate import MODULE_LIKE, Evaluator, names_a_device, string_fact
 from mpslint.analysis.syntax import dotted_name
 
@@ -56,6 +60,7 @@ class ModuleSummary:
     values: Dict[str, str] = field(default_factory=dict)
     functions: Dict[str, str] = field(default_factory=dict)
     starts: List[str] = field(default_factory=list)
+    device_options: List[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
@@ -79,10 +84,11 @@ class ModuleSummary:
         return [name for name in self.names if not name.startswith("_")]
 
 
-def summarize(module: ast.Module, *, facts: bool = True) -> ModuleSummary:
+def summarize(module: ast.Module, *, facts: bool = True, source: Optional[bytes] = None) -> ModuleSummary:
     """The module's summary; without ``facts``, only its names, imports and aliases (what resolving the
-    module's own imports needs: cheap, as no function body is read)."""
-    return _Summarizer(module, facts).summary
+    module's own imports needs: cheap, as no function body is read). ``source``, the module's text when
+    known, lets a summary skip what the text cannot hold."""
+    return _Summarizer(module, facts, source).summary
 
 
 def calls_to(module: ast.Module, source: Optional[bytes], function: str) -> Dict[str, List[Optional[str]]]:
@@ -128,7 +134,7 @@ def _type_checking(test: ast.AST) -> bool:
 
 
 class _Summarizer:
-    def __init__(self, module: ast.Module, with_facts: bool = True) -> None:
+    def __init__(self, module: ast.Module, with_facts: bool = True, source: Optional[bytes] = None) -> None:
         self.module = module
         self.summary = ModuleSummary()
         self.table = ImportTable()
@@ -154,6 +160,14 @@ class _Summarizer:
                 summary.functions[name] = fact
         if processes.may_start(self.table.bindings):
             summary.starts = processes.starting(self.functions, self.classes, self.table.qualify)
+        if source is None or may_read_options(source):
+            summary.device_options = device_options(self._statements())
+
+    def _statements(self):
+        """Every statement of the module's top level and of its functions and methods (nested ones aside)."""
+        yield from _body_nodes(self.module.body)
+        for function in self.functions.values():
+            yield from _body_nodes(function.body)  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------ reading
 

@@ -189,6 +189,48 @@ class ProjectView:
             return False
         return resolved is not None and resolved[0] == "starts"
 
+    def device_option_reader(self, option: str) -> Optional[str]:
+        """A module that chooses the device from ``.option`` of a parsed-arguments object (``self.args.use_gpu``,
+        ``namespace_flags.py``): this file, or a module of the project it imports, directly or through the
+        modules those import (the script passes its ``args`` down). Its path, or None."""
+        if option in self.summary.device_options:
+            return self.here.path
+        seen = {self.here.path}
+        pending = [self.here]
+        while pending and len(seen) < _MAX_IMPORTED:
+            where = pending.pop(0)
+            for target in self._imported_modules(where):
+                if target.path in seen:
+                    continue
+                seen.add(target.path)
+                if option in target.summary.device_options:
+                    return target.path
+                pending.append(target)
+        return None
+
+    def _imported_modules(self, where: ModuleRef):
+        """The project modules ``where`` imports (``import a.b``, ``from a import b``, ``from .b import c``, stars)."""
+        summary = where.summary
+        # The script runs from its own folder: `from exp.exp_basic import ...` in exp/exp_informer.py (exp/ has
+        # no __init__.py) is found from there too.
+        roots = tuple(dict.fromkeys(where.roots + self.here.roots))
+        wanted = [(0, entry[1], None) for entry in summary.imports.values() if entry[0] == "import"]
+        wanted += [(entry[1], entry[2], entry[3]) for entry in summary.imports.values() if entry[0] == "from"]
+        wanted += [(level, module, None) for level, module in summary.stars]
+        for level, module, name in wanted:
+            if not level and module.split(".", 1)[0] in LIBRARIES:
+                continue
+            dotted = absolute(where.dotted, where.is_package, level, module)
+            if not dotted:
+                continue
+            target = self.lookup.module(dotted, roots)
+            if target is not None:
+                yield target
+            if name is not None and (target is None or name not in target.summary.names):
+                submodule = self.lookup.module(f"{dotted}.{name}", roots)  # `from exp import exp_basic`
+                if submodule is not None:
+                    yield submodule
+
     def qualified(self, root: str) -> Optional[str]:
         """The qualified name ``root`` stands for, where the file's own imports do not say it."""
         found = self._qualified.get(root, _UNSET)
@@ -327,6 +369,7 @@ def _words(resolved: Optional[Resolved]) -> Tuple[str, ...]:
 
 
 BUILTINS = frozenset(dir(builtins))
+_MAX_IMPORTED = 200  # modules read for one question: a script's own code is a few dozen; a framework is not it
 # Local names a project module may give to a library (`from .common import torch, np`).
 MODULE_ALIASES = frozenset("torch np numpy nn F amp autocast GradScaler cuda dist".split())
 
