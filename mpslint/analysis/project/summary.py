@@ -44,7 +44,7 @@ from mpslint.analysis.project.namespace_flags import device_options, may_read_op
 from mpslint.analysis.project.evaluate import MODULE_LIKE, Evaluator, names_a_device, string_fact
 from mpslint.analysis.syntax import dotted_name
 
-FORMAT = 5  # bump when what a summary holds changes: cached summaries of another format are not read
+FORMAT = 6  # bump when what a summary holds changes: cached summaries of another format are not read
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
