@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from typing import Optional, Tuple
 
 from mpslint.analysis.availability import Availability, Source, conjuncts
@@ -17,6 +18,7 @@ from mpslint.checks.cuda_device_literal import assigns_device, indexed_cuda
 from mpslint.analysis.distributed_code import DDP_BLOCKS, UnguardedDdp
 from mpslint.checks.guard_rewrite import guarded_outcome, source_rewrite
 from mpslint.checks.cuda_method import tensor_cuda_call
+from mpslint.checks.option_flags import option_flag
 from mpslint.checks.rewriting import (
     cuda,
     default_indent,
@@ -84,6 +86,7 @@ class CudaOnlyDeviceChoice(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._guards_reported: set = set()  # ids of the availability tests reported as guards
+        self._parses_arguments = "parse_" in ctx.source  # `args = parser.parse_args()`: once, not per assignment
 
     def visit_Call(self, node: ast.Call) -> None:
         """Work placed on CUDA only under a CUDA availability guard: the guard is the device choice.
@@ -173,6 +176,39 @@ class CudaOnlyDeviceChoice(Rule):
         else:
             return None
         return where if resolved is not None and resolved[0] == "value" and resolved[1] == facts.CUDA_FLAG else None
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        """``args.use_gpu = torch.cuda.is_available() and args.use_gpu`` where nothing in this file places work
+        under the flag, but a module it imports chooses the device from ``.use_gpu`` (``checks/option_flags.py``)."""
+        if not self._parses_arguments:
+            return
+        flag = option_flag(self.ctx, node)
+        if flag is None:
+            return
+        terms = [t for t in flag.terms if self.ctx.tree.statement_of(t) is node]
+        context = cuda(self.ctx)
+        if not terms or any(id(t) in self._guards_reported for t in terms) or context.mentions_mps(node):
+            return
+        option = node.targets[0].attr  # type: ignore[attr-defined]
+        reader = self.ctx.project.device_option_reader(option)
+        if reader is None or self._placed_under(flag):
+            return  # visit_Call reports a flag that places work here, at its first placement, with a fix
+        self._guards_reported.update(id(t) for t in terms)
+        here = os.path.abspath(self.ctx.path or "-")
+        where = "this file" if reader == here else f"`{os.path.relpath(reader, os.path.dirname(here))}`"
+        self.report(terms[0], f"`{flag.name}` is CUDA availability, False on a Mac, and {where} chooses the "
+                              f"device from `.{option}`: everything it places stays on the CPU, never MPS; not "
+                              "fixed: let it mean an accelerator is available once that choice handles MPS")
+
+    def _placed_under(self, flag) -> bool:
+        """Some call of this file puts work on CUDA under ``flag`` (or a flag derived with it)."""
+        availability = self.ctx.analysis(Availability)
+        for call in self.ctx.tree.of_type(ast.Call):
+            if _places_on_cuda(self.ctx, call):
+                source = availability.source_of(call)
+                if source is not None and any(f.key == flag.key for f in source.flags):
+                    return True
+        return False
 
     def _choice_reports(self, term: ast.AST) -> bool:
         """``term`` is in the test of an ``if`` that visit_If reports as a device choice (it assigns a CUDA device)."""

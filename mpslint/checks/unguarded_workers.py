@@ -88,7 +88,10 @@ class UnguardedWorkers(Rule):
         elif name in POOLS:
             what = f"`{name.rsplit('.', 1)[-1]}`"
         else:
-            return
+            # Where the call runs is asked first: it is cheaper than the project, and most calls run later.
+            what = self._starter(node) if self._runs_at_import(node) is not None else None
+            if what is None:
+                return
         where = self._runs_at_import(node)
         if where is None:
             return
@@ -101,6 +104,14 @@ class UnguardedWorkers(Rule):
             return
         self.report(node, f"{what} is created {where} with no `if __name__ == \"__main__\":` guard: macOS spawns "
                           "workers, which re-import the script and start it again; put the entry point under the guard")
+
+    def _starter(self, node: ast.Call) -> Optional[str]:
+        """``SubprocVecEnv(fns)``: a class (of this file or imported from the project) or an imported function
+        whose call starts worker processes (``analysis/processes.py``)."""
+        func = node.func
+        if type(func) is not ast.Name or not self.ctx.project.starts_processes(func.id):  # type: ignore[attr-defined]
+            return None
+        return f"`{func.id}`, which starts worker processes,"  # type: ignore[attr-defined]
 
     def _runs_at_import(self, node: ast.AST) -> Optional[str]:
         where = self.ctx.tree.inherited("import-time", node, _import_time_step, None)

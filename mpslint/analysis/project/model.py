@@ -24,7 +24,8 @@ from mpslint.analysis.project.summary import ModuleSummary
 ABSENT = "absent"
 MAX_DEPTH = 64  # re-exports followed through at most this many modules (Python's stack has a limit too)  # the digest of a module file that does not exist (or cannot be read)
 
-# What a name resolves to: ("alias", "torch.float64"), ("value", fact), ("function", fact), ("module", ModuleRef).
+# What a name resolves to: ("alias", "torch.float64"), ("value", fact), ("function", fact), ("module", ModuleRef),
+# ("starts", path): a function or class of the module at path whose call starts worker processes.
 Resolved = Tuple[str, object]
 
 
@@ -249,6 +250,8 @@ class Lookup:
             return ("value", summary.values[name])
         if name in summary.functions:
             return ("function", summary.functions[name])
+        if name in summary.starts:
+            return ("starts", where.path)
         if name in summary.imports:
             return self.imported(where, summary.imports[name], seen)
         if name in summary.names:

@@ -35,7 +35,7 @@ def summarize_bytes(data: bytes) -> Optional[ModuleSummary]:
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return None
     try:
-        return summarize(module)  # type: ignore[arg-type]
+        return summarize(module, source=data)  # type: ignore[arg-type]
     except RecursionError:
         return None
 
@@ -54,7 +54,7 @@ class SummaryStore:
         summary = self._read(key)
         if summary is None:
             self.computed += 1
-            summary = summarize(module) if module is not None else summarize_bytes(data)
+            summary = summarize(module, source=data) if module is not None else summarize_bytes(data)
             if summary is not None:
                 self._write(key, summary)
         self.memory[key] = summary

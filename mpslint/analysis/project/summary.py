@@ -13,7 +13,14 @@ against the project. What a summary holds:
 - ``values``: the fact of each top-level name the module assigns (``facts``);
 - ``functions``: the return fact of each top-level function and of each method
   (``Class.method``), in terms of its arguments (``arg:K``: on the device of
-  the K-th positional argument, ``self`` not counted).
+  the K-th positional argument, ``self`` not counted);
+- ``modules``: the top-level classes that subclass a module class (``nn.Module``,
+  directly or through a class of the module): their ``self(...)`` is a model call;
+- ``starts``: the top-level functions and classes whose call starts worker
+  processes (``analysis/processes.py``);
+- ``device_options``: the options of a parsed-arguments object (``args.use_gpu``,
+  ``self.args.use_gpu``) that an ``if`` reads as a CUDA device choice
+  (``namespace_flags.py``).
 
 Not in a summary, asked only when a rule needs it: ``calls_to(module, source,
 function)``, what the module passes to a function it imports (``callers.py``).
@@ -32,12 +39,14 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
+from mpslint.analysis import processes
 from mpslint.analysis.names import LIBRARIES, ImportTable
 from mpslint.analysis.project import facts
 from mpslint.analysis.project.evaluate import MODULE_BASES, MODULE_LIKE, Evaluator, names_a_device, string_fact
+from mpslint.analysis.project.namespace_flags import device_options, may_read_options
 from mpslint.analysis.syntax import dotted_name
 
-FORMAT = 5  # bump when what a summary holds changes: cached summaries of another format are not read
+FORMAT = 6  # bump when what a summary holds changes: cached summaries of another format are not read
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -54,6 +63,8 @@ class ModuleSummary:
     functions: Dict[str, str] = field(default_factory=dict)
     # Top-level classes that subclass a module class (``nn.Module``), directly or through a class of the module.
     modules: List[str] = field(default_factory=list)
+    starts: List[str] = field(default_factory=list)
+    device_options: List[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
@@ -77,10 +88,11 @@ class ModuleSummary:
         return [name for name in self.names if not name.startswith("_")]
 
 
-def summarize(module: ast.Module, *, facts: bool = True) -> ModuleSummary:
+def summarize(module: ast.Module, *, facts: bool = True, source: Optional[bytes] = None) -> ModuleSummary:
     """The module's summary; without ``facts``, only its names, imports and aliases (what resolving the
-    module's own imports needs: cheap, as no function body is read)."""
-    return _Summarizer(module, facts).summary
+    module's own imports needs: cheap, as no function body is read). ``source``, the module's text when
+    known, lets a summary skip what the text cannot hold."""
+    return _Summarizer(module, facts, source).summary
 
 
 def calls_to(module: ast.Module, source: Optional[bytes], function: str) -> Dict[str, List[Optional[str]]]:
@@ -132,13 +144,14 @@ def _type_checking(test: ast.AST) -> bool:
 
 
 class _Summarizer:
-    def __init__(self, module: ast.Module, with_facts: bool = True) -> None:
+    def __init__(self, module: ast.Module, with_facts: bool = True, source: Optional[bytes] = None) -> None:
         self.module = module
         self.summary = ModuleSummary()
         self.table = ImportTable()
         self.assignments: Dict[str, List[Optional[ast.AST]]] = {}  # top-level name -> assigned values (None: unknown)
         self.functions: Dict[str, ast.AST] = {}  # name or Class.method -> definition
         self.methods: Dict[str, bool] = {}  # the same keys: whether the first parameter is self/cls
+        self.classes: Dict[str, ast.ClassDef] = {}
         self.memo: Dict[Tuple[str, str], Optional[str]] = {}
         self.busy: Set[Tuple[str, str]] = set()
         self.attributes: Dict[str, Dict[str, List[Tuple[str, ast.AST]]]] = {}  # class -> its self.<name> assignments
@@ -155,6 +168,16 @@ class _Summarizer:
             fact = self.returns(name)
             if fact is not None:
                 summary.functions[name] = fact
+        if processes.may_start(self.table.bindings):
+            summary.starts = processes.starting(self.functions, self.classes, self.table.qualify)
+        if source is None or may_read_options(source):
+            summary.device_options = device_options(self._statements())
+
+    def _statements(self):
+        """Every statement of the module's top level and of its functions and methods (nested ones aside)."""
+        yield from _body_nodes(self.module.body)
+        for function in self.functions.values():
+            yield from _body_nodes(function.body)  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------ reading
 
@@ -191,6 +214,7 @@ class _Summarizer:
             elif cls is ast.ClassDef:
                 names.add(node.name)  # type: ignore[attr-defined]
                 classes.append(node)  # type: ignore[arg-type]
+                self.classes[node.name] = node  # type: ignore[attr-defined,assignment]
                 for item in node.body:  # type: ignore[attr-defined]
                     if isinstance(item, _FUNCTIONS):
                         key = f"{node.name}.{item.name}"  # type: ignore[attr-defined]

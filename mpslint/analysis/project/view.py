@@ -27,6 +27,7 @@ from mpslint.analysis.names import LIBRARIES
 from mpslint.analysis.project.layout import absolute
 from mpslint.analysis.project.model import Lookup, ModuleRef, Resolved, roots_of, shared
 from mpslint.analysis.project.summary import ModuleSummary, summarize
+from mpslint.analysis.syntax import is_main_guard
 
 _UNSET = object()
 
@@ -110,9 +111,11 @@ class ProjectView:
 
         A rule is skipped when its trigger words are not in the file; a file whose
         ``DTYPE`` is ``torch.float64`` in another module needs that word too. Only
-        star imports and names of settings are read here (``DTYPE``, ``DEVICE``,
-        ``compute_dtype``, ``loader_kwargs``): reading every imported module before
-        any rule asks would parse much of a package for each file of a cold run.
+        star imports, names of settings (``DTYPE``, ``DEVICE``, ``compute_dtype``,
+        ``loader_kwargs``) and names called in the unguarded top-level code of the
+        file (one that starts worker processes there stands for ``multiprocessing``)
+        are read here: reading every imported module before any rule asks would
+        parse much of a package for each file of a cold run.
         """
         summary = self.header
         words = set()
@@ -132,6 +135,9 @@ class ProjectView:
                 words.update(v for k, v in target.summary.values.items() if k in exported)
             elif not level:
                 words.add(module)
+        if any(self.starts_processes(name) for name in _called_at_top_level(self.module)
+               if name not in self.defined and self.may_be_from_project(name)):
+            words.add("multiprocessing")  # `envs = SubprocVecEnv(fns)` with no `__main__` guard (MPS403)
         return " ".join(sorted(words))
 
     def may_be_from_project(self, name: str) -> bool:
@@ -158,6 +164,72 @@ class ProjectView:
                 found = self.lookup.starred(self.here, name, set())
             self._imported[name] = found
         return found  # type: ignore[return-value]
+
+    def starts_processes(self, name: str) -> bool:
+        """Whether calling ``name`` starts worker processes: a class of this file, or a function or class it
+        imports from the project (``ModuleSummary.starts``). Functions of this file are not asked: MPS403 follows
+        them into their bodies itself."""
+        found = self.__dict__.setdefault("_starts", {}).get(name)
+        if found is None:
+            found = self.__dict__["_starts"][name] = self._starts_processes(name)
+        return found
+
+    def _starts_processes(self, name: str) -> bool:
+        if name in self.defined:
+            # The file's own summary (every function's facts) only where its imports can start a process.
+            return _imports_processes(self.header) and name in self.summary.starts and _class_named(self.module, name)
+        summary = self.header
+        if name in summary.imports:
+            if not self.may_be_from_project(name):
+                return False
+            resolved = self.lookup.imported(self.here, summary.imports[name], set())
+        elif name not in summary.names and summary.stars:
+            resolved = self.lookup.starred(self.here, name, set())
+        else:
+            return False
+        return resolved is not None and resolved[0] == "starts"
+
+    def device_option_reader(self, option: str) -> Optional[str]:
+        """A module that chooses the device from ``.option`` of a parsed-arguments object (``self.args.use_gpu``,
+        ``namespace_flags.py``): this file, or a module of the project it imports, directly or through the
+        modules those import (the script passes its ``args`` down). Its path, or None."""
+        if option in self.summary.device_options:
+            return self.here.path
+        seen = {self.here.path}
+        pending = [self.here]
+        while pending and len(seen) < _MAX_IMPORTED:
+            where = pending.pop(0)
+            for target in self._imported_modules(where):
+                if target.path in seen:
+                    continue
+                seen.add(target.path)
+                if option in target.summary.device_options:
+                    return target.path
+                pending.append(target)
+        return None
+
+    def _imported_modules(self, where: ModuleRef):
+        """The project modules ``where`` imports (``import a.b``, ``from a import b``, ``from .b import c``, stars)."""
+        summary = where.summary
+        # The script runs from its own folder: `from exp.exp_basic import ...` in exp/exp_informer.py (exp/ has
+        # no __init__.py) is found from there too.
+        roots = tuple(dict.fromkeys(where.roots + self.here.roots))
+        wanted = [(0, entry[1], None) for entry in summary.imports.values() if entry[0] == "import"]
+        wanted += [(entry[1], entry[2], entry[3]) for entry in summary.imports.values() if entry[0] == "from"]
+        wanted += [(level, module, None) for level, module in summary.stars]
+        for level, module, name in wanted:
+            if not level and module.split(".", 1)[0] in LIBRARIES:
+                continue
+            dotted = absolute(where.dotted, where.is_package, level, module)
+            if not dotted:
+                continue
+            target = self.lookup.module(dotted, roots)
+            if target is not None:
+                yield target
+            if name is not None and (target is None or name not in target.summary.names):
+                submodule = self.lookup.module(f"{dotted}.{name}", roots)  # `from exp import exp_basic`
+                if submodule is not None:
+                    yield submodule
 
     def qualified(self, root: str) -> Optional[str]:
         """The qualified name ``root`` stands for, where the file's own imports do not say it."""
@@ -276,13 +348,52 @@ def _roots_named(path: str, roots: Tuple[str, ...], header: ModuleSummary) -> Tu
     return tuple(found)
 
 
+def _called_at_top_level(module: ast.Module) -> List[str]:
+    """Public names called by the module's top-level statements as a whole (``envs = SubprocVecEnv(fns)``,
+    ``main()``), in nested blocks too but not in functions, classes or an ``if __name__ == "__main__":`` block:
+    what runs again when a spawned worker imports the script. Only the statement's own call is read (not calls
+    inside its arguments, nor an ``if``'s test): the prefilter must stay cheap on every file of a package."""
+    found: List[str] = []
+    stack: List[ast.AST] = list(module.body)
+    while stack:
+        node = stack.pop()
+        cls = type(node)
+        if cls in _NOT_CALLING or is_main_guard(node):
+            continue
+        if cls in (ast.Assign, ast.AnnAssign, ast.Expr):
+            value = node.value  # type: ignore[attr-defined]
+            if type(value) is ast.Call and type(value.func) is ast.Name and not value.func.id.startswith("_"):  # type: ignore[attr-defined]
+                found.append(value.func.id)  # type: ignore[attr-defined]
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            stack.extend(getattr(node, name, ()))
+        for handler in getattr(node, "handlers", ()):
+            stack.extend(handler.body)
+    return found
+
+
+_NOT_CALLING = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+
+
+def _imports_processes(summary: ModuleSummary) -> bool:
+    return any((entry[1] if entry[0] == "import" else entry[2]).split(".", 1)[0] in ("multiprocessing", "concurrent")
+               or (entry[1] if entry[0] == "import" else entry[2]).startswith("torch.multiprocessing")
+               or (entry[0] == "from" and entry[2] == "torch" and entry[3] == "multiprocessing")
+               for entry in summary.imports.values())
+
+
+def _class_named(module: ast.Module, name: str) -> bool:
+    return any(type(s) is ast.ClassDef and s.name == name for s in module.body)  # type: ignore[attr-defined]
+
+
 def _words(resolved: Optional[Resolved]) -> Tuple[str, ...]:
-    if resolved is None or resolved[0] == "module":
+    if resolved is None or resolved[0] in ("module", "starts"):
         return ()
     return (str(resolved[1]),)
 
 
 BUILTINS = frozenset(dir(builtins))
+_MAX_IMPORTED = 200  # modules read for one question: a script's own code is a few dozen; a framework is not it
 # Local names a project module may give to a library (`from .common import torch, np`).
 MODULE_ALIASES = frozenset("torch np numpy nn F amp autocast GradScaler cuda dist".split())
 
