@@ -24,6 +24,8 @@ from __future__ import annotations
 import ast
 from typing import Callable, Dict, List, Optional, Set
 
+from mpslint.analysis.syntax import calls_in
+
 STARTS_WHEN_CALLED = frozenset({
     "multiprocessing.Pool", "multiprocessing.pool.Pool", "multiprocessing.context.SpawnContext.Pool",
     "torch.multiprocessing.Pool", "torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
@@ -31,7 +33,6 @@ STARTS_WHEN_CALLED = frozenset({
 PROCESSES = frozenset({"multiprocessing.Process", "torch.multiprocessing.Process"})
 EXECUTORS = frozenset({"concurrent.futures.ProcessPoolExecutor", "concurrent.futures.process.ProcessPoolExecutor"})
 _MODULES = ("multiprocessing", "torch.multiprocessing", "concurrent")
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 def may_start(bindings: Dict[str, str]) -> bool:
@@ -102,7 +103,7 @@ class _Starts:
         made: Set[str] = set()  # what the body makes that starts only when told to
         told: Set[str] = set()  # the methods it calls that tell: start, submit, map
         callees: List[Callable[[], bool]] = []
-        for call in _calls(self.functions[key].body):  # type: ignore[attr-defined]
+        for call in calls_in(self.functions[key].body):  # type: ignore[attr-defined]
             func = call.func
             name = self.qualify(func)
             if name in STARTS_WHEN_CALLED:
@@ -142,13 +143,3 @@ def _is_super(node: ast.AST) -> bool:
     return type(node) is ast.Call and type(node.func) is ast.Name and node.func.id == "super"  # type: ignore[attr-defined]
 
 
-def _calls(body: List[ast.stmt]):
-    """The calls of these statements, not entering nested functions, classes or lambdas."""
-    stack: List[ast.AST] = list(body)
-    while stack:
-        node = stack.pop()
-        if type(node) in _SCOPES:
-            continue
-        if type(node) is ast.Call:
-            yield node
-        stack.extend(ast.iter_child_nodes(node))

@@ -163,3 +163,19 @@ def parameters(function) -> List[ast.arg]:
     if args.kwarg is not None:
         found.append(args.kwarg)
     return found
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def calls_in(body: List[ast.stmt]):
+    """The calls of these statements, not entering nested functions, classes or lambdas (their bodies run
+    when called, not here)."""
+    stack: List[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if type(node) in _SCOPES:
+            continue
+        if type(node) is ast.Call:
+            yield node
+        stack.extend(ast.iter_child_nodes(node))

@@ -44,7 +44,7 @@ from mpslint.analysis.names import LIBRARIES, ImportTable
 from mpslint.analysis.project import facts
 from mpslint.analysis.project.evaluate import MODULE_BASES, MODULE_LIKE, Evaluator, names_a_device, string_fact
 from mpslint.analysis.project.namespace_flags import device_options, may_read_options
-from mpslint.analysis.syntax import dotted_name
+from mpslint.analysis.syntax import calls_in, dotted_name
 
 FORMAT = 6  # bump when what a summary holds changes: cached summaries of another format are not read
 
@@ -561,7 +561,7 @@ class _Summarizer:
         scopes.extend((key, node.body) for key, node in self.functions.items()  # type: ignore[attr-defined]
                       if lines is None or _spans(node, lines))
         for key, body in scopes:
-            calls = [c for c in _calls_in(body) if _callee(c, candidates, imports, function) is not None]
+            calls = [c for c in calls_in(body) if _callee(c, candidates, imports, function) is not None]
             if not calls:
                 continue
             _, evaluator, close, at = self._scope(key, sites=True)
@@ -672,18 +672,6 @@ def _spans(node: ast.AST, lines: List[int]) -> bool:
     """Some line of ``lines`` (sorted) is inside ``node``."""
     first = bisect.bisect_left(lines, node.lineno)  # type: ignore[attr-defined]
     return first < len(lines) and lines[first] <= (node.end_lineno or node.lineno)  # type: ignore[attr-defined]
-
-
-def _calls_in(body: List[ast.stmt]):
-    """The calls in these statements, not entering nested functions, classes or lambdas."""
-    stack: List[ast.AST] = list(body)
-    while stack:
-        node = stack.pop()
-        if type(node) in _SCOPES:
-            continue
-        if type(node) is ast.Call:
-            yield node
-        stack.extend(ast.iter_child_nodes(node))
 
 
 def _callee(call: ast.Call, candidates: Set[str], imports: Dict[str, list], function: str) -> Optional[str]:
