@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import bisect
 import logging
-import os
 import sys
 import threading
 from dataclasses import dataclass

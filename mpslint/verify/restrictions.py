@@ -166,7 +166,7 @@ def _addmm_scalars(args: tuple, kwargs: Dict[str, Any]) -> None:
     """addmm_out_mps_impl (LinearAlgebra.mm, torch 2.13): the MPSGraph path puts ``beta.toDouble()`` and
     ``alpha.toDouble()`` in its graph's key once the output is not empty; c10's checked conversion refuses a complex
     number with an imaginary part (pytorch/pytorch#194474, after 2.13, sends complex addmm to a Metal kernel)."""
-    self, mat1, mat2 = args[0], args[1], args[2]
+    mat1, mat2 = args[1], args[2]
     beta = args[3] if len(args) > 3 else kwargs.get("beta", 1)
     alpha = args[4] if len(args) > 4 else kwargs.get("alpha", 1)
     if not mat1.is_complex() or mat1.dim() != 2 or not isinstance(mat2, torch.Tensor) or mat2.dim() != 2:
