@@ -229,22 +229,24 @@ class _Summarizer:
         for node in classes:
             by_name.setdefault(node.name, []).append(node)
         memo: Dict[str, bool] = {}
+        return sorted(name for name in by_name if self._is_module(name, 0, by_name, memo))
 
-        def is_module(name: str, depth: int) -> bool:
-            known = memo.get(name)
-            if known is not None:
-                return known
-            if depth > 8:
-                return False  # a chain of bases deeper than real code has: not followed (and not memoized)
-            memo[name] = False  # a cycle of bases is no module
-            result = all(any(self.table.qualify(base) in MODULE_BASES
-                             or (dotted_name(base) in by_name and is_module(dotted_name(base), depth + 1))  # type: ignore[arg-type]
-                             for base in node.bases)
-                         for node in by_name[name])
-            memo[name] = result
-            return result
-
-        return sorted(name for name in by_name if is_module(name, 0))
+    def _is_module(self, name: str, depth: int, by_name: Dict[str, List[ast.ClassDef]], memo: Dict[str, bool]) -> bool:
+        # A method, not a recursive closure: a closure that calls itself is a reference cycle, and it would keep
+        # the module's tree alive until the cyclic collector runs (tests/test_engine.py).
+        known = memo.get(name)
+        if known is not None:
+            return known
+        if depth > 8:
+            return False  # a chain of bases deeper than real code has: not followed (and not memoized)
+        memo[name] = False  # a cycle of bases is no module
+        result = all(any(self.table.qualify(base) in MODULE_BASES
+                         or (dotted_name(base) in by_name
+                             and self._is_module(dotted_name(base), depth + 1, by_name, memo))  # type: ignore[arg-type]
+                         for base in node.bases)
+                     for node in by_name[name])
+        memo[name] = result
+        return result
 
     def _read_import(self, node, names: Set[str]) -> None:
         imports = self.summary.imports
