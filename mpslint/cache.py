@@ -44,18 +44,13 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from mpslint import __version__
+from mpslint.analysis.project.digest_memo import RACY_SECONDS, STAT_CHANGE_TIME
 from mpslint.config import Settings
 from mpslint.diagnostic import Applicability, Diagnostic, Edit, Fix, Location
 
 CACHE_DIR_NAME = ".mpslint_cache"
 PRUNE_AFTER = 7 * 24 * 3600  # seconds
-# A file whose mtime or ctime is this close to the moment it was hashed is hashed again next run: an edit
-# within the same tick of a coarse clock (FAT: 2 s) would leave its stat unchanged.
-RACY_SECONDS = 2
 STAT_INDEX = "stat-index"  # JSON; not named *.json: it is no entry
-# Whether st_ctime is the time of the last change (POSIX). On Windows it is the creation time, which an
-# edit that restores the mtime leaves alone: there every file is read and hashed, as before.
-STAT_CHANGE_TIME = os.name != "nt"
 _FORMAT = 1
 _TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"

@@ -42,5 +42,6 @@ class DeviceFlow(Evaluation, Placement, Bindings, AcrossModules, HostReads, Mode
         self._binding_memo: Dict[Tuple[Binding, str], Kind] = {}
         self._depth = 0
         self._module_classes: Dict[ast.AST, bool] = {}
+        self._moving_loops: Dict[ast.AST, bool] = {}
         self._top_level_classes: Optional[Dict[str, List[ast.ClassDef]]] = None
         self._collect()

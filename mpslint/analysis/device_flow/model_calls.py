@@ -37,6 +37,7 @@ class ModelCalls:
     """``self(...)`` as a model call (a part of ``DeviceFlow``)."""
 
     _module_classes: Dict[ast.AST, bool]  # class -> whether it is a module class
+    _moving_loops: Dict[ast.AST, bool]  # loop -> whether each pass moves a tensor to the accelerator
     _top_level_classes: Optional[Dict[str, List[ast.ClassDef]]]
 
     def self_model_call(self, call: ast.Call) -> bool:
@@ -74,7 +75,14 @@ class ModelCalls:
         loops = enclosing_loops(self.tree, call)  # type: ignore[attr-defined]
         if not loops or type(loops[0]) not in _LOOPS:
             return False
-        stack: List[ast.AST] = list(loops[0].body)  # type: ignore[attr-defined]
+        known = self._moving_loops.get(loops[0])
+        if known is None:
+            # once per loop, however many model calls it holds: the walk stays linear in the file
+            known = self._moving_loops[loops[0]] = self._moves_to_device(loops[0])
+        return known
+
+    def _moves_to_device(self, loop: ast.AST) -> bool:
+        stack: List[ast.AST] = list(loop.body)  # type: ignore[attr-defined]
         while stack:
             node = stack.pop()
             cls = type(node)

@@ -26,8 +26,13 @@ import tempfile
 import time
 from typing import Dict, List, Optional, Tuple
 
-RACY_SECONDS = 2  # as mpslint/cache.py
-STAT_CHANGE_TIME = os.name != "nt"  # on Windows st_ctime is the creation time: nothing is vouched for
+# A file whose mtime or ctime is this close to the moment it was hashed is hashed again next run: an edit
+# within the same tick of a coarse clock (FAT: 2 s) would leave its stat unchanged. (The result cache's
+# stat index, mpslint/cache.py, follows the same rule.)
+RACY_SECONDS = 2
+# Whether st_ctime is the time of the last change (POSIX). On Windows it is the creation time, which an
+# edit that restores the mtime leaves alone: there nothing is vouched for by stat.
+STAT_CHANGE_TIME = os.name != "nt"
 _NAME = "digest-memo"
 
 # (fingerprint, the newest mtime or ctime among its files, in ns): None when a file cannot be read.
