@@ -162,3 +162,14 @@ def test_a_checked_file_leaves_no_tree_to_the_cyclic_collector(fixture):
         gc.garbage.clear()
         gc.enable()
     assert not kept, f"{len(kept)} objects in cycles, e.g. {type(kept[0])}"
+
+
+@pytest.mark.parametrize("text", ["", "a", "a\n", "\n\n", "ab\ncd", "ab\ncd\n", "x\r\ny\rz\n", "é\nü\n", "a\x0cb\nc",
+                                  "a\u2028b\nc"])
+def test_line_starts_split_on_the_newlines_python_and_libcst_split_on(text):
+    import re
+
+    from mpslint.source import line_starts
+
+    expected = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+    assert line_starts(text) == expected

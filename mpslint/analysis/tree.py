@@ -30,10 +30,11 @@ import re
 import sys
 from typing import Callable, Dict, Iterator, List, Optional, Tuple, Type, TypeVar, Union
 
+from mpslint.source import line_starts
+
 Scope = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
 Block = Tuple[ast.AST, str]  # the statement list ``getattr(owner, field)``
 
-_NEWLINE = re.compile(r"\r\n|\r|\n")
 _SKIPPED = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop, ast.type_ignore)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
@@ -154,9 +155,7 @@ class Tree:
     @property
     def line_starts(self) -> List[int]:
         if self._line_starts is None:
-            starts = [0]
-            starts.extend(m.end() for m in _NEWLINE.finditer(self.source))
-            self._line_starts = starts
+            self._line_starts = line_starts(self.source)
         return self._line_starts
 
     def line_text(self, row: int) -> str:

@@ -59,8 +59,9 @@ def condition_holds(call: ast.Call, when) -> bool:
     raise ValueError(f"unknown surface condition {when!r}")
 
 
-def reached_ops(rule: Rule, call: ast.Call) -> Iterator[Tuple[str, str]]:
-    """(display name, aten op) for every op this call reaches under its arguments."""
+def reached_ops(rule: Rule, call: ast.Call) -> Iterator[Tuple[bool, str]]:
+    """(whether matched as a method, aten op) for every op this call reaches under its arguments; ``display``
+    names the call in a finding (asked only then: reading a node's text costs the file's line table)."""
     func = call.func
     if type(func) is ast.Attribute:
         last = func.attr
@@ -74,10 +75,10 @@ def reached_ops(rule: Rule, call: ast.Call) -> Iterator[Tuple[str, str]]:
     name = ctx.qualify(func)
     if name is not None:
         reaches = surface.lookup(name)
-        display = ctx.text(func)
+        as_method = False
     elif type(func) is ast.Attribute and not (type(func.value) is ast.Name and func.value.id in ("self", "cls", "np", "numpy")):
         reaches = surface.method(last)
-        display = f".{last}()"
+        as_method = True
     else:
         return
     if reaches and _on_cpu(call):
@@ -85,7 +86,13 @@ def reached_ops(rule: Rule, call: ast.Call) -> Iterator[Tuple[str, str]]:
     for reach in reaches:
         if condition_holds(call, reach.when):
             for op in reach.ops:
-                yield display, op
+                yield as_method, op
+
+
+def display(rule: Rule, call: ast.Call, as_method: bool) -> str:
+    """How a finding names the call ``reached_ops`` matched: its text, or ``.name()`` for a method."""
+    func = call.func
+    return f".{func.attr}()" if as_method else rule.ctx.text(func)  # type: ignore[attr-defined]
 
 
 def _on_cpu(call: ast.Call) -> bool:
@@ -126,11 +133,11 @@ class OpWithoutMpsKernel(Rule):
 
     def visit_Call(self, node: ast.Call) -> None:
         table = None
-        for display, op in reached_ops(self, node):
+        for as_method, op in reached_ops(self, node):
             table = table or table_for(self)
             if table.has_mps_kernel(op) or op in table.explicit_cpu_fallbacks or table.is_composite(op):
                 continue
-            self.report(node, f"`{display}` runs aten::{op}, which has no MPS kernel in torch {_which(self, table)}: "
+            self.report(node, f"`{display(self, node, as_method)}` runs aten::{op}, which has no MPS kernel in torch {_which(self, table)}: "
                               f"on mps it raises NotImplementedError unless PYTORCH_ENABLE_MPS_FALLBACK=1 sends it "
                               f"to the CPU{self._since(table, op)}")
             return
@@ -151,9 +158,9 @@ class OpCpuFallback(Rule):
     REQUIRES = OpWithoutMpsKernel.REQUIRES
 
     def visit_Call(self, node: ast.Call) -> None:
-        for display, op in reached_ops(self, node):
+        for as_method, op in reached_ops(self, node):
             table = table_for(self)
             if op in table.explicit_cpu_fallbacks and not table.has_mps_kernel(op):
-                self.report(node, f"`{display}` runs aten::{op}, which torch {_which(self, table)} always runs on the CPU "
+                self.report(node, f"`{display(self, node, as_method)}` runs aten::{op}, which torch {_which(self, table)} always runs on the CPU "
                                   "on mps (an explicit fallback): every call copies its tensors to the host and back")
                 return
