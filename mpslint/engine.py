@@ -67,12 +67,21 @@ def trigger_groups(cls: RuleClass) -> Tuple[Tuple[str, ...], ...]:
 def rules_for_text(text: str, classes: Sequence[RuleClass]) -> List[RuleClass]:
     """The prefilter: rules all of whose trigger groups have a string in the text (no groups: always run)."""
     seen: Dict[Tuple[str, ...], bool] = {}  # rules share groups (device, loop evidence): test each once
+    present: Dict[str, bool] = {}  # and groups share strings (`cuda`, `to(`): search the text for each once
     selected = []
     for cls in classes:
         for group in trigger_groups(cls):
             found = seen.get(group)
             if found is None:
-                found = seen[group] = any(t in text for t in group)
+                found = False
+                for string in group:
+                    here = present.get(string)
+                    if here is None:
+                        here = present[string] = string in text
+                    if here:
+                        found = True
+                        break
+                seen[group] = found
             if not found:
                 break
         else:
