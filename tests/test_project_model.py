@@ -11,7 +11,7 @@ import pytest
 
 from mpslint.analysis.project import facts, layout, model
 from mpslint.analysis.project.store import SummaryStore
-from mpslint.analysis.project.summary import summarize
+from mpslint.analysis.project.summary import LazyFacts, summarize
 from mpslint.analysis.project.view import ProjectView
 from mpslint.config import Settings
 from mpslint.engine import check_text
@@ -957,3 +957,37 @@ def test_step_helpers_returning_tuples_across_modules(tmp_path):
     # made on the host.
     assert [(d.location.row, d.code) for d in result.diagnostics] == [
         (8, "MPS204"), (9, "MPS201"), (13, "MPS202")]
+
+
+# f and g call each other: which of them is computed first decides what the other is told (the one asked
+# while it is being computed is unknown), so asked one at a time they must still read as the whole summary.
+_CYCLE = """
+import torch
+def f(x):
+    return g(x), x.cuda()
+def g(x):
+    a, b = f(x)
+    return b
+def h(x):
+    return x.cuda()
+"""
+
+
+def test_lazy_facts_answer_as_the_whole_summary():
+    module = ast.parse(_CYCLE)
+    whole = summarize(module).functions
+    assert whole == {"f": "items:|device_tensor", "h": facts.DEVICE_TENSOR}
+    lazy = LazyFacts(module)
+    assert lazy.function("h") == (True, facts.DEVICE_TENSOR)  # no cycle met: settled
+    assert lazy.function("nowhere") == (True, None)
+    settled, fact = LazyFacts(module).function("g")
+    assert not settled  # asked first, g meets f meeting g: this order would make g a device tensor
+    assert fact == facts.DEVICE_TENSOR and "g" not in whole
+
+
+@pytest.mark.parametrize("order", [("f", "g", "h"), ("g", "f", "h"), ("h", "g", "f")])
+def test_a_files_own_function_facts_do_not_depend_on_the_order_asked(order):
+    module = ast.parse(_CYCLE)
+    view = ProjectView(module, "<string>")
+    assert {name: view.function(name) for name in order} == {"f": "items:|device_tensor", "g": None,
+                                                             "h": facts.DEVICE_TENSOR}

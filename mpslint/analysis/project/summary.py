@@ -95,6 +95,28 @@ def summarize(module: ast.Module, *, facts: bool = True, source: Optional[bytes]
     return _Summarizer(module, facts, source).summary
 
 
+class LazyFacts:
+    """A module's function facts, each computed when first asked: the file being checked asks about a few of
+    its functions, and its summary would compute every one.
+
+    Answers are those of ``summarize``: a fact whose computation met no cycle (a function reached again
+    while being computed) does not depend on which function was asked first. ``function`` says when a
+    cycle was met; its caller then asks the whole summary, which computes every fact in a fixed order.
+    """
+
+    def __init__(self, module: ast.Module) -> None:
+        self._summarizer = _Summarizer(module, False)
+        self.header = self._summarizer.summary  # names, imports and aliases: ``summarize(module, facts=False)``
+
+    def function(self, key: str) -> Tuple[bool, Optional[str]]:
+        """(whether the answer is settled, the return fact of function or method ``key``)."""
+        summarizer = self._summarizer
+        if key not in summarizer.functions:
+            return True, None
+        fact = summarizer.returns(key)
+        return summarizer.cycles == 0, fact
+
+
 def calls_to(module: ast.Module, source: Optional[bytes], function: str) -> Dict[str, List[Optional[str]]]:
     """What this module passes to ``function``, a function it imports from the project, by the name it calls
     it (``accuracy``, ``utils.accuracy``): per positional argument, what the calls here pass (``facts.some_call``).
@@ -154,6 +176,7 @@ class _Summarizer:
         self.classes: Dict[str, ast.ClassDef] = {}
         self.memo: Dict[Tuple[str, str], Optional[str]] = {}
         self.busy: Set[Tuple[str, str]] = set()
+        self.cycles = 0  # facts asked while being computed: answered None, so the asking order matters
         self.attributes: Dict[str, Dict[str, List[Tuple[str, ast.AST]]]] = {}  # class -> its self.<name> assignments
         self._read_top_level(module)
         self._read_aliases(module)
@@ -608,6 +631,7 @@ class _Summarizer:
         if key in self.memo:
             return self.memo[key]
         if key in self.busy:
+            self.cycles += 1
             return None  # a function returning its own call, a name defined through itself: not known
         self.busy.add(key)
         try:

@@ -26,7 +26,7 @@ from typing import Dict, FrozenSet, List, Optional, Tuple
 from mpslint.analysis.names import LIBRARIES
 from mpslint.analysis.project.layout import absolute
 from mpslint.analysis.project.model import Lookup, ModuleRef, Resolved, roots_of, shared
-from mpslint.analysis.project.summary import ModuleSummary, summarize
+from mpslint.analysis.project.summary import LazyFacts, ModuleSummary, summarize
 from mpslint.analysis.syntax import is_main_guard
 
 _UNSET = object()
@@ -39,6 +39,7 @@ class ProjectView:
         self.text = text  # the module's source, when known: its summary is then stored by content
         self.lookup = Lookup(shared())
         self._summary: Optional[ModuleSummary] = None
+        self._lazy: Optional[LazyFacts] = None
         self._header: Optional[ModuleSummary] = None
         self._here: Optional[ModuleRef] = None
         self._qualified: Dict[str, Optional[str]] = {}
@@ -69,8 +70,22 @@ class ProjectView:
     def header(self) -> ModuleSummary:
         """The file's names, imports and aliases: all that resolving its imports needs (no function is read)."""
         if self._header is None:
-            self._header = self._summary if self._summary is not None else summarize(self.module, facts=False)
+            self._header = self._summary if self._summary is not None else self._facts().header
         return self._header
+
+    def _facts(self) -> LazyFacts:
+        if self._lazy is None:
+            self._lazy = LazyFacts(self.module)
+        return self._lazy
+
+    def _own_function(self, key: str) -> Optional[str]:
+        """The return fact of this file's function or method ``key`` (``Class.method``), computing only what it
+        needs until a question meets a cycle of functions: then the file's whole summary answers."""
+        if self._summary is None:
+            settled, fact = self._facts().function(key)
+            if settled:
+                return fact
+        return self.summary.functions.get(key)
 
     @property
     def here(self) -> ModuleRef:
@@ -259,7 +274,7 @@ class ProjectView:
         if name in self.header.imports and name not in self.defined:
             resolved = self.imported(name)  # the file's own summary (every function's facts) is not needed
             return resolved[1] if resolved is not None and resolved[0] == "function" else None  # type: ignore[return-value]
-        fact = self.summary.functions.get(name)
+        fact = self._own_function(name)
         if fact is not None:
             return fact
         resolved = self.imported(name)
@@ -275,14 +290,14 @@ class ProjectView:
         return self.lookup.callers(self.here, name)
 
     def method(self, owner: str, name: str) -> Optional[str]:
-        return self.summary.functions.get(f"{owner}.{name}")
+        return self._own_function(f"{owner}.{name}")
 
     def class_method(self, cls: str, method: str) -> Optional[str]:
         """The return fact of ``method`` of class ``cls`` (``Points`` or ``data.Points``): a class of this file,
         one it imports from a project module, or one of a project module it imports by name."""
         key = f"{cls.rsplit('.', 1)[-1]}.{method}"
         if "." not in cls:
-            fact = self.summary.functions.get(key)
+            fact = self._own_function(key)
             if fact is not None or cls not in self.header.imports:
                 return fact
             entry = self.header.imports[cls]
