@@ -110,3 +110,34 @@ def test_a_result_read_from_callers_is_not_cached(tmp_path):
     write(tmp_path, {"train.py": train(call="accuracy(output.cpu(), labels.cpu())")})
     second = run(files, Mode(), cache_dir=cache_dir, jobs=1)[0]
     assert not second.cached and second.diagnostics == []
+
+
+TWO_HELPERS = """
+import torch
+
+
+def accuracy(output, labels):
+    preds = output.max(1)[1].type_as(labels)
+    return preds.eq(labels).double().sum() / len(labels)
+
+
+def precision(output, labels):
+    preds = output.max(1)[1].type_as(labels)
+    return preds.eq(labels).double().mean()
+"""
+
+
+def test_a_caller_asked_about_several_functions_is_parsed_once(tmp_path, monkeypatch):
+    from mpslint.analysis.project import callers
+
+    parsed = []
+
+    def counting_compile(source, *args, **kwargs):
+        parsed.append(args[0] if args else "")
+        return compile(source, *args, **kwargs)
+
+    monkeypatch.setattr(callers, "compile", counting_compile, raising=False)
+    script = train(imported="accuracy, precision", call="accuracy(output, labels), precision(output, labels)")
+    write(tmp_path, {"utils.py": TWO_HELPERS, "train.py": script})
+    assert findings(tmp_path / "utils.py") == [(7, "MPS303"), (12, "MPS303")]
+    assert parsed == [str(tmp_path / "train.py")]  # one parse answers both functions, and says what it imports

@@ -29,7 +29,7 @@ import warnings
 from typing import Dict, List, Optional, Tuple
 
 from mpslint.analysis.project import facts, layout
-from mpslint.analysis.project.summary import calls_to
+from mpslint.analysis.project.summary import ModuleSummary, calls_to, summarize
 
 CALLERS = "\0callers\0"  # in a dependency key: not a file's path, a question about callers
 _CONTENT = "=content"  # the question about a calling module's bytes (no module stem holds "=")
@@ -176,10 +176,10 @@ def _passed(project, path: str, callee: str, callee_dotted: str, function: str) 
     key = (path, function)
     calls = project.calls.get(key)
     if calls is None:
-        calls = project.calls[key] = _calls(data, path, function)
+        calls = project.calls[key] = _calls(_tree(project, path, data), data, function)
     if not calls:
         return None
-    header = project.summary_at(path)
+    header = _header(project, path, data)
     if header is None:
         return None
     root, dotted, is_package = layout.locate(path)
@@ -208,18 +208,47 @@ def _star_brings(project, header, dotted: str, is_package: bool, roots: Tuple[st
     for level, module in header.stars:
         target = layout.absolute(dotted, is_package, level, module)
         if target is not None and _names(target, roots, callee, callee_dotted):
-            summary = project.summary_at(callee)
-            return summary is not None and function in summary.exported()
+            names = _header(project, callee, _text(project, callee))
+            return names is not None and function in names.exported()
     return False
 
 
-def _calls(data: bytes, path: str, function: str) -> Dict[str, Passed]:
+_TREES_KEPT = 4  # parsed callers kept: one module is often asked about several functions in a row
+
+
+def _tree(project, path: str, data: bytes) -> Optional[ast.Module]:
+    """The caller's ``ast`` (None: Python cannot read it), parsed once while it is among the last few asked."""
+    trees = project.trees
+    if path in trees:
+        trees[path] = trees.pop(path)  # most recently used last
+        return trees[path]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             module = compile(data, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-        return calls_to(module, data, function)  # type: ignore[arg-type]
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        module = None
+    if len(trees) >= _TREES_KEPT:
+        del trees[next(iter(trees))]
+    trees[path] = module
+    return module
+
+
+def _header(project, path: str, data: bytes) -> Optional[ModuleSummary]:
+    """The caller's imports and names (``summarize(facts=False)``): all that saying which module a call's
+    name comes from needs, without the facts of every function in it."""
+    if path not in project.headers:
+        module = _tree(project, path, data)
+        project.headers[path] = summarize(module, facts=False) if module is not None else None
+    return project.headers[path]
+
+
+def _calls(module: Optional[ast.Module], data: bytes, function: str) -> Dict[str, Passed]:
+    if module is None:
+        return {}
+    try:
+        return calls_to(module, data, function)
+    except RecursionError:
         return {}
 
 

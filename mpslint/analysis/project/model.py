@@ -11,6 +11,7 @@ summary, or ``absent``, so a cached result can be checked against them.
 
 from __future__ import annotations
 
+import ast
 import os
 import stat
 from dataclasses import dataclass
@@ -60,6 +61,8 @@ class Project:
         self.texts: Dict[str, bytes] = {}  # file -> its bytes, for the modules callers are looked for in (callers.py)
         self.indexes: Dict[str, object] = {}  # directory -> its modules, or the index of their words (callers.py)
         self.calls: Dict[Tuple[str, str], dict] = {}  # (file, function) -> what the file passes to it (callers.py)
+        self.trees: Dict[str, Optional[ast.Module]] = {}  # file -> its ast, the last few callers parsed (callers.py)
+        self.headers: Dict[str, Optional[ModuleSummary]] = {}  # file -> its imports and names (callers.py)
         self.steps = 0  # resolutions made or reused: what tests/test_scaling.py counts
 
     def summary_at(self, path: str) -> Optional[ModuleSummary]:
@@ -129,6 +132,8 @@ class Project:
         self.texts.clear()
         self.indexes.clear()
         self.calls.clear()
+        self.trees.clear()
+        self.headers.clear()
         layout.clear()
 
 
