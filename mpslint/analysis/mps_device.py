@@ -79,7 +79,8 @@ def may_be_mps(ctx, node: ast.AST) -> bool:
             return False
         if _compared_with_mps(ctx, owner, ctx.text(node)):
             return True
-        for sub in ast.walk(owner):
+        tree = ctx.tree
+        for sub in tree.nodes[tree.index(owner):tree.end(owner) + 1]:
             if type(sub) is ast.Assign and any(
                     type(t) is ast.Attribute and t.attr == node.attr and type(t.value) is ast.Name  # type: ignore[attr-defined]
                     and t.value.id == "self" for t in sub.targets):  # type: ignore[attr-defined]
@@ -91,17 +92,21 @@ def may_be_mps(ctx, node: ast.AST) -> bool:
 def _compared_with_mps(ctx, owner: ast.AST, text: str) -> bool:
     """``owner`` compares ``text`` (or ``text.type``, ``str(text)``) with an mps literal."""
     wanted = (text, text + ".type", f"str({text})")
-    for sub in ast.walk(owner):
-        if type(sub) is not ast.Compare:
-            continue
-        parts = [sub.left, *sub.comparators]  # type: ignore[attr-defined]
-        if not any(ctx.text(p) in wanted for p in parts):
-            continue
-        for part in parts:
-            items = part.elts if type(part) in (ast.Tuple, ast.List, ast.Set) else [part]  # type: ignore[attr-defined]
-            if any(literal_device_type(ctx, item) == "mps" for item in items):
-                return True
-    return False
+    tree = ctx.tree
+    return any(not texts.isdisjoint(wanted) and tree.contains(owner, compare)
+               for compare, texts in ctx.analysis(_mps_comparisons))
+
+
+def _mps_comparisons(ctx):
+    """Every comparison of the file with an mps literal among its sides, with the text of each side: found in
+    one pass, as every name asked about would otherwise walk its whole function again."""
+    found = []
+    for compare in ctx.tree.of_type(ast.Compare):
+        parts = [compare.left, *compare.comparators]  # type: ignore[attr-defined]
+        if any(literal_device_type(ctx, item) == "mps" for part in parts
+               for item in (part.elts if type(part) in (ast.Tuple, ast.List, ast.Set) else [part])):  # type: ignore[attr-defined]
+            found.append((compare, {ctx.text(p) for p in parts}))
+    return found
 
 
 def is_accelerator(ctx, name: ast.Name) -> bool:
