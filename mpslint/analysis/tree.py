@@ -398,6 +398,7 @@ def _walk(tree: Tree) -> None:
     pop, push = stack.pop, stack.append
     specs = _SPECS
     append_node, append_end, append_parent, append_scope = nodes.append, ends.append, parents.append, scopes.append
+    no_children, scope_types = _no_children, _SCOPE_TYPES
     while stack:
         node, parent, scope = pop()
         if scope is None:
@@ -416,14 +417,17 @@ def _walk(tree: Tree) -> None:
         else:
             bucket.append(node)  # type: ignore[arg-type]
         spec = specs.get(cls) or _spec(cls)
-        for field in spec[1]:
+        children_of, fields = spec
+        if children_of is no_children:
+            continue  # a name, a constant: most nodes are leaves
+        for field in fields:
             for position, child in enumerate(getattr(node, field)):
                 blocks[child] = (node, field, position)  # type: ignore[assignment]
-        children = spec[0](node)  # type: ignore[arg-type]
+        children = children_of(node)  # type: ignore[arg-type]
         if not children:
             continue
         push((index, None, None))
-        inner = node if cls in _SCOPE_TYPES else scope
+        inner = node if cls in scope_types else scope
         for child in reversed(children):
             push((child, node, inner))  # type: ignore[arg-type]
 
