@@ -141,3 +141,13 @@ def test_a_caller_asked_about_several_functions_is_parsed_once(tmp_path, monkeyp
     write(tmp_path, {"utils.py": TWO_HELPERS, "train.py": script})
     assert findings(tmp_path / "utils.py") == [(7, "MPS303"), (12, "MPS303")]
     assert parsed == [str(tmp_path / "train.py")]  # one parse answers both functions, and says what it imports
+
+
+def test_a_helper_called_in_its_own_file_does_not_ask_other_modules(tmp_path):
+    # Its calls here say what its parameters are: what other modules pass is not read, so editing them does not
+    # re-check this file (no callers' dependency is recorded).
+    own = METRICS + "\nout = torch.zeros(3, 2)\nprint(accuracy(out, torch.zeros(3)))\n"
+    write(tmp_path, {"utils.py": own, "train.py": train()})
+    result = check_text(own, str(tmp_path / "utils.py"), Settings())
+    assert [d.code for d in result.diagnostics] == []
+    assert not [key for key in result.depends if "callers" in key]

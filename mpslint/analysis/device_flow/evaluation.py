@@ -234,10 +234,12 @@ class Evaluation:
             if candidate is param:
                 position = i
         kinds = []
-        if position is not None and self.tree.parent(function) is self.tree.module:
+        if position is not None and self.tree.parent(function) is self.tree.module \
+                and not self.calls.get(function.name):  # type: ignore[union-attr]
+            # Called only from other modules: what they pass (a function this file calls is judged by its calls here).
             passed, files = self.ctx.project.callers(function.name)  # type: ignore[union-attr]
             kind = _fact_kind(passed[position]) if position < len(passed) and passed[position] else None
-            if kind is Kind.DEVICE and not self.calls.get(function.name):  # type: ignore[union-attr]
+            if kind is Kind.DEVICE:
                 self.from_callers[function] = files
                 return kind
         for call, is_method in self.calls.get(function.name, ()):  # type: ignore[union-attr]
