@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from mpslint.analysis.availability import Availability, Source, conjuncts
 from mpslint.analysis.project import facts
@@ -352,7 +352,7 @@ class CudaOnlyDeviceChoice(Rule):
         names = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)} - {"self", "cls"}
         if not names or cuda(ctx).mentions_mps(node):
             return
-        returns = _helper_returns(node)
+        returns = ctx.analysis(_returns_by_function).get(node, ())
         if not returns or not any(r.value is not None and _ends_on_cpu(r.value) for r in returns):
             return
         for ret in returns:
@@ -570,15 +570,13 @@ def _places_on_cuda(ctx, node: ast.Call) -> bool:
     return any(k.arg == "device" and is_cuda_literal(k.value) for k in node.keywords)
 
 
-def _helper_returns(function) -> list:
-    """The ``return`` statements of ``function`` itself (not of nested functions or classes)."""
-    found, stack = [], list(function.body)
-    while stack:
-        node = stack.pop()
-        if type(node) is ast.Return:
-            found.append(node)
-        elif type(node) not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda):
-            stack.extend(ast.iter_child_nodes(node))
+def _returns_by_function(ctx) -> Dict[ast.AST, List[ast.Return]]:
+    """Each function's own ``return`` statements (not those of functions or classes inside it), the last
+    first: found once per file, not by walking every expression of every function's body."""
+    tree = ctx.tree
+    found: Dict[ast.AST, List[ast.Return]] = {}
+    for node in reversed(tree.of_type(ast.Return)):
+        found.setdefault(tree.scope_of(node), []).append(node)  # type: ignore[arg-type]
     return found
 
 
