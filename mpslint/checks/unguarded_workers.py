@@ -88,8 +88,10 @@ class UnguardedWorkers(Rule):
         elif name in POOLS:
             what = f"`{name.rsplit('.', 1)[-1]}`"
         else:
-            # Where the call runs is asked first: it is cheaper than the project, and most calls run later.
-            what = self._starter(node) if self._runs_at_import(node) is not None else None
+            # Only a plain name can be a starter; where the call runs is asked next: it is cheaper than the
+            # project, and most calls run later.
+            what = self._starter(node) if type(node.func) is ast.Name and self._runs_at_import(node) is not None \
+                else None
             if what is None:
                 return
         where = self._runs_at_import(node)
