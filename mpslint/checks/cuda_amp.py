@@ -20,6 +20,9 @@ _SCALER = ("torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler")
 _CUSTOM = ("torch.cuda.amp.custom_fwd", "torch.cuda.amp.custom_bwd")
 
 
+_AMP = frozenset(_AUTOCAST_CUDA + _AUTOCAST + _SCALER_CUDA + _SCALER)  # the calls visit_Call reports
+
+
 class CudaAmp(Rule):
     TRIGGERS = ("cuda", "GradScaler")
 
@@ -28,7 +31,7 @@ class CudaAmp(Rule):
         if name is None:
             self._aliased_autocast(node)
             return
-        if not cuda(self.ctx).unguarded(node):
+        if name not in _AMP or not cuda(self.ctx).unguarded(node):
             return
         if (name in _AUTOCAST_CUDA or name in _AUTOCAST and self._device_arg_is_cuda(node, "device_type")) \
                 and self._decorates(node):

@@ -256,7 +256,7 @@ class UnsynchronizedTiming(Rule):
         self._attributes: Optional[Dict[Tuple[Scope, str], List[Tuple[int, ast.AST]]]] = None
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
-        if type(node.op) is not ast.Sub or self._is_a_test(node):
+        if type(node.op) is not ast.Sub or not self._reads_a_clock() or self._is_a_test(node):
             return
         end = self._clock(node.left)
         if end is None:
@@ -290,6 +290,17 @@ class UnsynchronizedTiming(Rule):
         )
 
     # ----------------------------------------------------------- intervals
+
+    def _reads_a_clock(self) -> bool:
+        """The file calls a clock somewhere: else no subtraction can be a timed interval (``_clock`` ends at
+        such a call), and the names in every ``a - b`` of the model code need not be followed."""
+        found = self.__dict__.get("_clock_read")
+        if found is None:
+            qualify = self.ctx.qualify
+            found = self.__dict__["_clock_read"] = any(
+                not call.args and not call.keywords and qualify(call.func) in CLOCKS  # type: ignore[attr-defined]
+                for call in self.ctx.tree.of_type(ast.Call))
+        return found
 
     def _clock(self, expr: ast.AST) -> Optional[ast.Call]:
         """The clock read ``expr`` is, or that the name (``t0``, ``self.t0``) holds where it is used."""
