@@ -58,6 +58,9 @@ def trigger_groups(cls: RuleClass) -> Tuple[Tuple[str, ...], ...]:
     groups = _GROUPS.get(cls)
     if groups is None:
         groups = ((cls.TRIGGERS,) if cls.TRIGGERS else ()) + tuple(tuple(g) for g in cls.REQUIRES)
+        # Any string of a group will do: the shortest first, as a short string is the likelier to occur
+        # (`det` is in every `detach`), and a file is searched whole only for the strings it lacks.
+        groups = tuple(tuple(sorted(group, key=len)) for group in groups)
         # All must match, so the order is free: short groups are cheap to rule a file out with.
         groups = tuple(sorted(groups, key=len))
         _GROUPS[cls] = groups
