@@ -85,15 +85,17 @@ class Float64ToDevice(Rule):
         if qualified == "torch.set_default_dtype":
             self._default_dtype(node)
         elif qualified.startswith("torch.") and keyword(node, "device") is not None:
+            # Whether the device is the CPU is asked last: `device=x.device` follows `x` through the file.
             dtype = keyword(node, "dtype")
-            if self.flow.is_cpu(keyword(node, "device")):  # type: ignore[arg-type]
-                return
             if dtype is not None and self._is_float64(dtype):
+                if self._on_the_cpu(node):
+                    return
                 if self.flow.dtype_value(dtype) in FLOAT64_DTYPES:
                     self._report(node, "creates a float64 tensor on the device", self._dtype_fix(dtype))
                 else:
                     self._by_default(node, dtype)
-            elif dtype is None and qualified in FROM_ARRAY and self._float64_array_argument(node):
+            elif dtype is None and qualified in FROM_ARRAY and self._float64_array_argument(node) \
+                    and not self._on_the_cpu(node):
                 self._report(node, "creates a float64 tensor on the device from a float64 numpy array",
                              self._float32_keyword(node))
         elif method == "double" and not node.args and not node.keywords:
@@ -105,6 +107,9 @@ class Float64ToDevice(Rule):
             self._to(node, method)
         elif method == "cuda" and self._from_numpy_float64(node.func.value):  # type: ignore[attr-defined]
             self._report(node, "moves float64 data to the device", self._cast_first(node))
+
+    def _on_the_cpu(self, node: ast.Call) -> bool:
+        return self.flow.is_cpu(keyword(node, "device"))  # type: ignore[arg-type]
 
     def _by_default(self, node: ast.Call, dtype: ast.AST, verb: str = "creates") -> None:
         """A dtype that is float64 through a parameter's default (torchdiffeq's solvers: ``dtype=torch.float64``,
