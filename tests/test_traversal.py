@@ -319,3 +319,25 @@ def test_trees_agree_on_the_corpus():
             _assert_tree_is_source_order(text, module)
             _assert_ast_ranges_are_libcst_ranges(text, module)
             _assert_same_positions(libcst_module)
+
+
+@pytest.mark.parametrize("name,text", list(_texts()), ids=lambda v: v if isinstance(v, str) and len(v) < 60 else "")
+def test_walk_finds_what_ast_walk_finds_in_the_trees_order(name, text):
+    from mpslint.analysis.tree import walk
+
+    parsed = _parse(text)
+    if parsed is None:
+        pytest.skip(f"{name} does not parse here")
+    module = parsed[0]
+    contexts = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
+    expected = {id(node) for node in ast.walk(module) if not isinstance(node, contexts)}
+    found = list(walk(module))
+    assert len(found) == len(expected) and {id(node) for node in found} == expected
+    assert found == Tree(module, text).nodes  # depth first, in source order
+
+
+def test_walk_is_not_limited_by_nesting_depth():
+    from mpslint.analysis.tree import walk
+
+    module = ast.parse("x = " + " + ".join(["a"] * 2000))  # nested 2,000 deep: past the recursion limit
+    assert sum(1 for node in walk(module) if type(node) is ast.Name) == 2001

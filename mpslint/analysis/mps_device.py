@@ -45,7 +45,7 @@ def _names_mps_anywhere(ctx) -> bool:
     if "mps" not in source:
         return False
     return any(type(node) is ast.Constant and isinstance(node.value, str) and _MPS_WORD.search(node.value)
-               for node in ast.walk(ctx.tree.module))
+               for node in ctx.tree.nodes)
 
 
 def literal_device_type(ctx, node: ast.AST) -> Optional[str]:

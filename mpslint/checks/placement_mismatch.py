@@ -15,6 +15,7 @@ from typing import Dict, FrozenSet, Optional, Set
 from mpslint.analysis.device_flow import DEVICE_EVIDENCE, SIZED_FACTORIES, DeviceFlow, Kind
 from mpslint.analysis.loops import HotLoops
 from mpslint.analysis.syntax import dotted_name, is_number, keyword, last_name, parameters, positional
+from mpslint.analysis.tree import walk
 from mpslint.checks.base import FixSpec, Rule, replace, short
 
 
@@ -322,7 +323,7 @@ class ModelInputs:
             return set()
         names = {p.arg for p in parameters(function)[1:] if _may_hold_a_tensor(p, function)}
         used = set()
-        for node in ast.walk(function):
+        for node in walk(function):
             if type(node) is ast.Attribute and node.attr in TENSOR_USES and type(node.value) is ast.Name:
                 used.add(node.value.id)
         return names & used

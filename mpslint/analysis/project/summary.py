@@ -45,6 +45,7 @@ from mpslint.analysis.project import facts
 from mpslint.analysis.project.evaluate import MODULE_BASES, MODULE_LIKE, Evaluator, names_a_device, string_fact
 from mpslint.analysis.project.namespace_flags import device_options, may_read_options
 from mpslint.analysis.syntax import calls_in, dotted_name
+from mpslint.analysis.tree import walk
 
 FORMAT = 6  # bump when what a summary holds changes: cached summaries of another format are not read
 
@@ -309,7 +310,7 @@ class _Summarizer:
         if not candidates:
             return  # most modules: no walk of the whole tree
         counts: Dict[str, int] = {}
-        for node in ast.walk(module):
+        for node in walk(module):
             cls = type(node)
             if cls is ast.Name and type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
                 counts[node.id] = counts.get(node.id, 0) + 1  # type: ignore[attr-defined]

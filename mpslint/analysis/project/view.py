@@ -28,6 +28,7 @@ from mpslint.analysis.project.layout import absolute
 from mpslint.analysis.project.model import Lookup, ModuleRef, Resolved, roots_of, shared
 from mpslint.analysis.project.summary import LazyFacts, ModuleSummary, summarize
 from mpslint.analysis.syntax import is_main_guard
+from mpslint.analysis.tree import walk
 
 _UNSET = object()
 
@@ -110,7 +111,7 @@ class ProjectView:
         """Every name the file binds anywhere (assigned, a parameter, defined): a star import does not bind it."""
         if self._bound is None:
             names = set()
-            for node in ast.walk(self.module):
+            for node in walk(self.module):
                 cls = type(node)
                 if cls is ast.Name and type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
                     names.add(node.id)  # type: ignore[attr-defined]
