@@ -1,7 +1,8 @@
 """One checked file's questions to the project model.
 
-The file's own summary is made from the ``ast`` already parsed; the modules it
-imports are read through the process's ``Project``. Three questions:
+The file's own facts come from the ``ast`` already parsed, a function at a time
+as rules ask (``summary.LazyFacts``); the modules it imports are read through the
+process's ``Project``. Three questions:
 
 - ``qualified(root)``: what a name stands for when it comes from elsewhere or
   is an alias (``from utils import *`` bringing ``torch``; ``DTYPE`` imported
