@@ -22,8 +22,9 @@ not known to be ``mps``: rules stay silent on it.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
-from typing import Optional
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from mpslint.analysis.device_flow import DeviceFlow
 from mpslint.analysis.syntax import argument, string_value
@@ -79,34 +80,54 @@ def may_be_mps(ctx, node: ast.AST) -> bool:
             return False
         if _compared_with_mps(ctx, owner, ctx.text(node)):
             return True
-        tree = ctx.tree
-        for sub in tree.nodes[tree.index(owner):tree.end(owner) + 1]:
-            if type(sub) is ast.Assign and any(
-                    type(t) is ast.Attribute and t.attr == node.attr and type(t.value) is ast.Name  # type: ignore[attr-defined]
-                    and t.value.id == "self" for t in sub.targets):  # type: ignore[attr-defined]
-                if _names_mps(ctx, sub.value):  # type: ignore[attr-defined]
-                    return True
+        assigned = ctx.analysis(_self_assignments).get(node.attr, [])  # type: ignore[attr-defined]
+        return any(_names_mps(ctx, value) for value in _within(ctx.tree, owner, assigned))
     return False
 
 
 def _compared_with_mps(ctx, owner: ast.AST, text: str) -> bool:
     """``owner`` compares ``text`` (or ``text.type``, ``str(text)``) with an mps literal."""
-    wanted = (text, text + ".type", f"str({text})")
+    compared = ctx.analysis(_mps_comparisons)
+    return any(next(_within(ctx.tree, owner, compared.get(side, [])), None) is not None
+               for side in (text, text + ".type", f"str({text})"))
+
+
+# What the questions above look up, found in one pass per file (as every name asked about would otherwise walk
+# its whole function or class again): per text or attribute, (tree index, node) in source order.
+Indexed = Dict[str, List[Tuple[int, ast.AST]]]
+
+
+def _mps_comparisons(ctx) -> Indexed:
+    """The text of each side of every comparison with an mps literal among its sides -> those comparisons."""
+    found: Indexed = {}
     tree = ctx.tree
-    return any(not texts.isdisjoint(wanted) and tree.contains(owner, compare)
-               for compare, texts in ctx.analysis(_mps_comparisons))
-
-
-def _mps_comparisons(ctx):
-    """Every comparison of the file with an mps literal among its sides, with the text of each side: found in
-    one pass, as every name asked about would otherwise walk its whole function again."""
-    found = []
-    for compare in ctx.tree.of_type(ast.Compare):
+    for compare in tree.of_type(ast.Compare):
         parts = [compare.left, *compare.comparators]  # type: ignore[attr-defined]
         if any(literal_device_type(ctx, item) == "mps" for part in parts
                for item in (part.elts if type(part) in (ast.Tuple, ast.List, ast.Set) else [part])):  # type: ignore[attr-defined]
-            found.append((compare, {ctx.text(p) for p in parts}))
+            for text in {ctx.text(p) for p in parts}:
+                found.setdefault(text, []).append((tree.index(compare), compare))
     return found
+
+
+def _self_assignments(ctx) -> Indexed:
+    """``x`` -> the values of the ``self.x = value`` statements of the file."""
+    found: Indexed = {}
+    tree = ctx.tree
+    for assign in tree.of_type(ast.Assign):
+        for target in assign.targets:  # type: ignore[attr-defined]
+            if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == "self":  # type: ignore[attr-defined]
+                found.setdefault(target.attr, []).append((tree.index(assign), assign.value))  # type: ignore[attr-defined]
+    return found
+
+
+def _within(tree, owner: ast.AST, indexed: List[Tuple[int, ast.AST]]) -> Iterator[ast.AST]:
+    """The nodes of ``indexed`` (in source order) inside ``owner``, found by bisection."""
+    first, last = tree.index(owner), tree.end(owner)
+    position = bisect.bisect_left(indexed, (first,))  # compares indices only: (i,) sorts before (i, node)
+    while position < len(indexed) and indexed[position][0] <= last:
+        yield indexed[position][1]
+        position += 1
 
 
 def is_accelerator(ctx, name: ast.Name) -> bool:

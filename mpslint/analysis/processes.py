@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Dict, List, Optional, Set
 
+from mpslint.analysis.memo import CycleMemo
 from mpslint.analysis.syntax import calls_in
 
 STARTS_WHEN_CALLED = frozenset({
@@ -55,29 +56,16 @@ class _Starts:
         self.functions: Dict[str, ast.AST] = functions
         self.classes: Dict[str, ast.ClassDef] = classes
         self.qualify = qualify
-        self.memo: Dict[str, bool] = {}
-        self.busy: Set[str] = set()
+        # A cycle of calls starts nothing by itself: what it starts is found through its other calls.
+        self.memo: CycleMemo[bool] = CycleMemo(False)
 
     def names(self) -> List[str]:
         found = [key for key in self.functions if "." not in key and self.function(key)]
         found += [name for name in self.classes if self.cls(name)]
         return sorted(found)
 
-    def _memoized(self, key: str, compute: Callable[[], bool]) -> bool:
-        if key in self.memo:
-            return self.memo[key]
-        if key in self.busy:
-            return False  # recursion: what the cycle starts is found through its other calls
-        self.busy.add(key)
-        try:
-            result = compute()
-        finally:
-            self.busy.discard(key)
-        self.memo[key] = result
-        return result
-
     def cls(self, name: str) -> bool:
-        return self._memoized("class " + name, lambda: self._cls(name))
+        return self.memo.get("class " + name, lambda: self._cls(name))
 
     def _cls(self, name: str) -> bool:
         init = f"{name}.__init__"
@@ -96,7 +84,7 @@ class _Starts:
         return node is not None and any(self.qualify(b) in PROCESSES for b in node.bases)
 
     def function(self, key: str) -> bool:
-        return self._memoized(key, lambda: self._function(key))
+        return self.memo.get(key, lambda: self._function(key))
 
     def _function(self, key: str) -> bool:
         owner = key.split(".", 1)[0] if "." in key else None

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from mpslint.analysis import processes
+from mpslint.analysis.memo import CycleMemo
 from mpslint.analysis.names import LIBRARIES, ImportTable
 from mpslint.analysis.project import facts
 from mpslint.analysis.project.evaluate import MODULE_BASES, MODULE_LIKE, Evaluator, names_a_device, string_fact
@@ -115,7 +116,7 @@ class LazyFacts:
         if key not in summarizer.functions:
             return True, None
         fact = summarizer.returns(key)
-        return summarizer.cycles == 0, fact
+        return summarizer.memo.cycles == 0, fact
 
 
 def calls_to(module: ast.Module, source: Optional[bytes], function: str) -> Dict[str, List[Optional[str]]]:
@@ -175,9 +176,8 @@ class _Summarizer:
         self.functions: Dict[str, ast.AST] = {}  # name or Class.method -> definition
         self.methods: Dict[str, bool] = {}  # the same keys: whether the first parameter is self/cls
         self.classes: Dict[str, ast.ClassDef] = {}
-        self.memo: Dict[Tuple[str, str], Optional[str]] = {}
-        self.busy: Set[Tuple[str, str]] = set()
-        self.cycles = 0  # facts asked while being computed: answered None, so the asking order matters
+        # A fact asked for while it is being computed (a function returning its own call) is not known.
+        self.memo: CycleMemo[Optional[str]] = CycleMemo(None)
         self.attributes: Dict[str, Dict[str, List[Tuple[str, ast.AST]]]] = {}  # class -> its self.<name> assignments
         self._read_top_level(module)
         self._read_aliases(module)
@@ -326,7 +326,7 @@ class _Summarizer:
 
     def value(self, name: str) -> Optional[str]:
         """A top-level name's fact: every module-level assignment of it agrees."""
-        return self._memoized(("value", name), lambda: self._value(name))
+        return self.memo.get(("value", name), lambda: self._value(name))
 
     def _value(self, name: str) -> Optional[str]:
         values = self.assignments.get(name)
@@ -374,12 +374,12 @@ class _Summarizer:
         return result
 
     def returns(self, key: str) -> Optional[str]:
-        return self._memoized(("returns", key), lambda: self._returns(key))
+        return self.memo.get(("returns", key), lambda: self._returns(key))
 
     def attribute(self, owner: str, name: str) -> Optional[str]:
         """What ``self.<name>`` holds in the methods of class ``owner``: what its methods assign it, when they
         agree (``self.x = np.random.randn(n, 3)`` in ``__init__``: float64)."""
-        found = self._memoized(("attributes", owner), lambda: self._attribute_facts(owner))
+        found = self.memo.get(("attributes", owner), lambda: self._attribute_facts(owner))
         return found.get(name) if found else None  # type: ignore[union-attr]
 
     def _attribute_facts(self, owner: str):
@@ -627,20 +627,6 @@ class _Summarizer:
                 and MODULE_LIKE.search(func.id) is not None:  # type: ignore[attr-defined]
             return facts.ARGUMENT
         return None
-
-    def _memoized(self, key: Tuple[str, str], compute) -> Optional[str]:
-        if key in self.memo:
-            return self.memo[key]
-        if key in self.busy:
-            self.cycles += 1
-            return None  # a function returning its own call, a name defined through itself: not known
-        self.busy.add(key)
-        try:
-            result = compute()
-        finally:
-            self.busy.discard(key)
-        self.memo[key] = result
-        return result
 
 
 def _targets(node: ast.AST) -> List[ast.AST]:
