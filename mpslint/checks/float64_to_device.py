@@ -159,10 +159,13 @@ class Float64ToDevice(Rule):
             if target is not None and flow.kind(target) is Kind.ACCEL and self._module_made_float64(receiver, node):
                 self._report(node, f"moves `{receiver.id}`, made float64 above, to the device", self._cast_first(node))
             return
+        # Float64 host data first: few `.to()` calls move any, and the device questions follow names
+        # through the file.
+        if not self._from_numpy_float64(receiver):
+            return
         if not flow.is_device(node) or flow.is_device(receiver):
             return  # not a move to the device, or already on it: this .to() is not the transfer
-        if self._from_numpy_float64(node.func.value):  # type: ignore[attr-defined]
-            self._report(node, "moves float64 data to the device", self._cast_first(node))
+        self._report(node, "moves float64 data to the device", self._cast_first(node))
 
     def _is_float64(self, dtype: ast.AST) -> bool:
         return self.flow.dtype_value(dtype, defaults=True) in FLOAT64_DTYPES
