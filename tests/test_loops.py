@@ -465,3 +465,109 @@ def test_a_parameter_that_some_call_passes_a_plain_flag_is_not_an_interval_guard
         """
     )
     assert found["verbose"] is not None and not found["verbose"].guarded
+
+
+# ------------------------------------------------------------------ which frame runs a call
+
+def _owner_by_parents(tree: Tree, node: ast.AST):
+    """The definition `HotLoops._owners` implements, walked parent by parent: the loop whose body (or `while`
+    test) holds the node, else the function around it; None at module level or in a lambda or class body."""
+    child, parent = node, tree.parent(node)
+    while parent is not None:
+        cls = type(parent)
+        if cls in (ast.For, ast.AsyncFor, ast.While):
+            owner = tree.block_owner(child)
+            if (owner is not None and owner[0] is parent and owner[1] == "body") or \
+                    (cls is ast.While and child is parent.test):
+                return parent
+        elif cls in (ast.FunctionDef, ast.AsyncFunctionDef):
+            return parent
+        elif cls in (ast.Lambda, ast.ClassDef):
+            return None
+        child, parent = parent, tree.parent(parent)
+    return None
+
+
+FRAMES = '''\
+f(0)
+@deco(f(1))
+def outer(a=f(2), *, b=lambda: f(3)) -> f(4):
+    f(5)
+    for x in f(6):
+        f(7)
+        while f(8):
+            f(9)
+            if f(10):
+                break
+        else:
+            f(11)
+        g = lambda y: f(12)
+        class K(f(13)):
+            f(14)
+            def m(self):
+                f(15)
+        [f(16) for z in f(17)]
+    else:
+        f(18)
+    async def inner():
+        async for q in f(19):
+            f(20)
+    while f(21): pass
+    for w in f(22): f(23)
+    return f(24)
+for x in f(25):
+    for y in f(26):
+        f(27)
+    f(28)
+'''
+
+
+def _texts_with_frames():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    yield "frames", FRAMES
+    for path in sorted((root / "fixtures").rglob("*.py")):
+        yield str(path.relative_to(root)), path.read_text(encoding="utf-8")
+    for path in sorted((root / "rules").glob("*.md")):
+        for i, block in enumerate(path.read_text(encoding="utf-8").split("```python\n")[1:]):
+            yield f"{path.name}#{i}", block.split("```", 1)[0]
+
+
+def test_the_frame_that_runs_each_call_is_found_by_one_sweep():
+    checked = 0
+    for name, text in _texts_with_frames():
+        try:
+            module = ast.parse(text)
+        except SyntaxError:
+            continue
+        loops = Context(Tree(module, text), "example.py", Settings()).analysis(HotLoops)
+        calls = loops.tree.of_type(ast.Call)
+        expected = [_owner_by_parents(loops.tree, call) for call in calls]
+        found = loops._owners(calls)
+        assert len(found) == len(expected) and all(a is b for a, b in zip(found, expected)), name
+        checked += len(calls)
+    assert checked > 2500
+
+
+def test_frames_of_the_tricky_forms():
+    module = ast.parse(FRAMES)
+    loops = Context(Tree(module, FRAMES), "example.py", Settings()).analysis(HotLoops)
+    calls = [c for c in loops.tree.of_type(ast.Call) if isinstance(c.func, ast.Name) and c.func.id == "f"]
+    owners = dict(zip((c.args[0].value for c in calls), loops._owners(calls)))
+    outer = module.body[1]
+    loop = outer.body[1]
+    inner_while = loop.body[1]
+    def_inner = outer.body[2]
+    assert owners[0] is None  # module level
+    # Decorators, defaults and annotations count as inside the function, as everywhere in the tree.
+    assert all(owners[k] is outer for k in (1, 2, 4, 5, 6, 18, 24))
+    # A class statement, bases included, and a lambda are run by neither the loop nor the function.
+    assert owners[3] is None and owners[12] is None and owners[13] is None and owners[14] is None
+    assert owners[7] is loop and owners[11] is loop and owners[16] is loop and owners[17] is loop
+    assert owners[8] is inner_while and owners[9] is inner_while and owners[10] is inner_while
+    assert owners[15] is loop.body[3].body[1]
+    assert owners[19] is def_inner and owners[20] is def_inner.body[0]
+    assert owners[21] is outer.body[3] and owners[22] is outer and owners[23] is outer.body[4]
+    assert owners[25] is None and owners[26] is module.body[2] and owners[27] is module.body[2].body[0]
+    assert owners[28] is module.body[2]

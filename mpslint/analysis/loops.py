@@ -241,21 +241,41 @@ class HotLoops:
             known = self._guards[key] = self.is_guard(test, loop=loop)
         return known
 
-    def _innermost(self, node: ast.AST) -> Optional[ast.AST]:
-        """The loop whose iteration runs ``node`` directly, or the function it is in (else None)."""
-        return self.tree.inherited("innermost", node, self._innermost_step, None)
+    def _owners(self, calls: List[ast.AST]) -> List[Optional[ast.AST]]:
+        """For each of ``calls`` (in source order): the loop whose iteration runs it directly, or the function
+        it is in; None at module level or in a lambda or class body.
 
-    def _innermost_step(self, parent: ast.AST, child: ast.AST, above):
-        cls = type(parent)
-        if cls in _FOR or cls is ast.While:
-            if _in_field(self.tree, child, parent, "body") or (cls is ast.While and child is parent.test):  # type: ignore[attr-defined]
-                return parent
-            return above
-        if cls in _FUNCTIONS:
-            return parent
-        if cls is ast.Lambda or cls is ast.ClassDef:
-            return None
-        return above
+        One sweep over the calls and the index ranges of the code each frame runs (a loop's body, and a
+        ``while``'s test; a function's, lambda's or class's whole inside), which nest: the innermost range
+        open at a call is its owner. No other node of the file is visited.
+        """
+        tree = self.tree
+        ranges: List[Tuple[int, int, Optional[ast.AST]]] = []
+        for frame in tree.of_type(*_LOOPS, *_FRAMES):
+            cls = type(frame)
+            if cls in _LOOPS:
+                body = frame.body  # type: ignore[attr-defined]
+                first = frame.test if cls is ast.While else body[0]  # type: ignore[attr-defined]
+                ranges.append((tree.index(first), tree.end(body[-1]), frame))
+            else:
+                index = tree.index(frame)
+                ranges.append((index + 1, tree.end(frame), frame if cls in _FUNCTIONS else None))
+        ranges.sort(key=lambda r: (r[0], -r[1]))
+        owners: List[Optional[ast.AST]] = []
+        open_ranges: List[Tuple[int, int, Optional[ast.AST]]] = []
+        following = 0
+        for call in calls:
+            position = tree.index(call)
+            while following < len(ranges) and ranges[following][0] <= position:
+                entered = ranges[following]
+                following += 1
+                while open_ranges and open_ranges[-1][1] < entered[0]:
+                    open_ranges.pop()
+                open_ranges.append(entered)
+            while open_ranges and open_ranges[-1][1] < position:
+                open_ranges.pop()
+            owners.append(open_ranges[-1][2] if open_ranges else None)
+        return owners
 
     def _step_kind(self, call: ast.Call) -> Optional[str]:
         """"train" for backward/optimizer steps, "forward" for a placed module's forward."""
@@ -333,8 +353,8 @@ class HotLoops:
         candidates: Dict[ast.AST, List[ast.Call]] = {}  # loop -> its calls that may move or feed data
         placed: List[Tuple[ast.Call, ast.AST, List[FunctionNode]]] = []
         called: Set[ast.AST] = set()
-        for call in tree.of_type(ast.Call):
-            owner = self._innermost(call)
+        calls = tree.of_type(ast.Call)
+        for call, owner in zip(calls, self._owners(calls)):
             if owner is None:
                 continue
             callees = self.local_callees(call)  # type: ignore[arg-type]
