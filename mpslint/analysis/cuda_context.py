@@ -30,7 +30,7 @@ from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from mpslint.analysis.project import facts
 from mpslint.analysis.launchers import CudaLaunchers
-from mpslint.analysis.syntax import bool_sides, dotted_name, string_value
+from mpslint.analysis.syntax import argument_values, bool_sides, dotted_name, first_argument, string_value
 from mpslint.analysis.tree import Tree
 
 DEVICE = "device"  # a test on a chosen device
@@ -130,7 +130,7 @@ class CudaContext:
                 return AVAILABILITY
             # str(device).startswith("cuda")
             if type(func) is ast.Attribute and func.attr == "startswith":
-                first = _first_argument(test)  # type: ignore[arg-type]
+                first = first_argument(test)  # type: ignore[arg-type]
                 if first is not None and _is_cuda_string_test(first):
                     return DEVICE
             if name.startswith("torch.cuda."):
@@ -153,7 +153,7 @@ class CudaContext:
             return (self.ctx.qualify(node) or "").startswith("torch.cuda.")
         if cls is ast.Call:
             return self._reads_torch_cuda(node.func) or any(  # type: ignore[attr-defined]
-                self._reads_torch_cuda(v) for v in _all_arguments(node))  # type: ignore[arg-type]
+                self._reads_torch_cuda(v) for v in argument_values(node))  # type: ignore[arg-type]
         if cls is ast.Compare:
             return self._reads_torch_cuda(node.left) or any(self._reads_torch_cuda(c) for c in node.comparators)  # type: ignore[attr-defined]
         if cls is ast.Subscript:
@@ -272,7 +272,7 @@ class CudaContext:
             if re.search(r"require.*(cuda|gpu|accelerator)", last, re.IGNORECASE):
                 found.append(AVAILABILITY)
             elif type(expr) is ast.Call and last in ("skipUnless", "skipif", "skipIf"):
-                test = _first_argument(expr)
+                test = first_argument(expr)
                 if test is None:
                     continue
                 if last == "skipUnless":
@@ -464,14 +464,7 @@ def _function_step(parent: ast.AST, child: ast.AST, above):
     return parent if type(parent) in (ast.FunctionDef, ast.AsyncFunctionDef) else above
 
 
-def _first_argument(call: ast.Call) -> Optional[ast.AST]:
-    """The first argument in the source, whether positional or keyword."""
-    values = _all_arguments(call)
-    return values[0] if values else None
 
-
-def _all_arguments(call: ast.Call) -> List[ast.AST]:
-    return [a.value if type(a) is ast.Starred else a for a in call.args] + [k.value for k in call.keywords]
 
 
 def _compat_handler(handler: ast.ExceptHandler) -> bool:

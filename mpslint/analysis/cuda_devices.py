@@ -6,10 +6,9 @@ Plain ``ast`` questions, so the rules (MPS102, MPS103) and the project model's s
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from mpslint.analysis.cuda_context import is_cuda_literal
-from mpslint.analysis.syntax import dotted_name, string_value
+from mpslint.analysis.syntax import dotted_name, first_argument, string_value
 
 
 def assigns_device(branch: ast.If) -> bool:
@@ -48,10 +47,6 @@ def indexed_cuda(node: ast.AST) -> bool:
         return text is not None and text.startswith("cuda:") and "{" in text
     return False
 
-
-def first_argument(call: ast.Call) -> Optional[ast.AST]:
-    values = [a.value if type(a) is ast.Starred else a for a in call.args] + [k.value for k in call.keywords]
-    return values[0] if values else None
 
 
 def argument_count(call: ast.Call) -> int:

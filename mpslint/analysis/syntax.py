@@ -119,6 +119,14 @@ def argument_values(call: ast.Call) -> List[ast.AST]:
     return [a.value if type(a) is ast.Starred else a for a in call.args] + [k.value for k in call.keywords]
 
 
+def first_argument(call: ast.Call) -> Optional[ast.AST]:
+    """``argument_values(call)[0]``, or None for a call without arguments (without building the list)."""
+    if call.args:
+        first = call.args[0]
+        return first.value if type(first) is ast.Starred else first  # type: ignore[attr-defined]
+    return call.keywords[0].value if call.keywords else None
+
+
 def bool_sides(node: ast.BoolOp) -> Tuple[ast.AST, ast.AST]:
     """``a and b and c`` as ``(a and b), c``: left-associative, as the operator evaluates."""
     values = node.values

@@ -9,7 +9,7 @@ from typing import Callable, Optional, Tuple
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
 from mpslint.analysis.cuda_devices import argument_count as _argument_count
 from mpslint.analysis.cuda_devices import assigns_device, indexed_cuda, is_cuda_device_value  # noqa: F401 (shared)
-from mpslint.analysis.cuda_devices import first_argument as _first_argument
+from mpslint.analysis.syntax import first_argument as _first_argument
 from mpslint.analysis.device_picker import NO_PICKER
 from mpslint.analysis.distributed_code import DDP_BLOCKS, DISTRIBUTED_WORDS, UnguardedDdp, distributed_only
 from mpslint.analysis.syntax import dotted_name, string_value

@@ -9,7 +9,7 @@ from typing import Optional, Set, Tuple
 
 from mpslint.analysis.device_flow import DeviceFlow, Kind
 from mpslint.analysis.project import facts
-from mpslint.analysis.syntax import dotted_name, keyword, last_name, method_name, positional
+from mpslint.analysis.syntax import dotted_name, first_argument, keyword, last_name, method_name, positional
 from mpslint.checks.base import (
     FixSpec,
     Rule,
@@ -59,10 +59,6 @@ def _numpy_call(ctx, node: ast.AST) -> bool:
     """``np.<anything>(...)``: an array (or a numpy scalar)."""
     return type(node) is ast.Call and (ctx.qualify(node.func) or "").startswith("numpy.")  # type: ignore[attr-defined]
 
-
-def _first_argument(call: ast.Call) -> Optional[ast.AST]:
-    values = [a.value if type(a) is ast.Starred else a for a in call.args] + [k.value for k in call.keywords]
-    return values[0] if values else None
 
 
 class Float64ToDevice(Rule):
@@ -223,7 +219,7 @@ class Float64ToDevice(Rule):
 
     def _float64_array_argument(self, call: ast.Call) -> bool:
         """The call's data is a numpy array that may be float64 (torch turns Python floats into float32)."""
-        first = _first_argument(call)
+        first = first_argument(call)
         if first is None:
             return False
         if self.ctx.qualify(call.func) == "torch.from_numpy":
@@ -240,7 +236,7 @@ class Float64ToDevice(Rule):
         return None
 
     def _default_dtype(self, node: ast.Call) -> None:
-        first = _first_argument(node)
+        first = first_argument(node)
         if first is None or not self._is_float64(first):
             return
         flow = self.flow
@@ -367,7 +363,7 @@ class Float64ToDevice(Rule):
             return bool(FLOAT64_DTYPE.search(self.ctx.text(dtype)))  # `dtype=float` is float64 in numpy and torch
         if qualified == "float" or dotted_name(array.func) == "float":  # type: ignore[attr-defined]
             return python_floats
-        first = _first_argument(array)  # type: ignore[arg-type]
+        first = first_argument(array)  # type: ignore[arg-type]
         if qualified.startswith("numpy."):
             function = qualified[len("numpy."):]
             if function in NUMPY_FLOAT64:

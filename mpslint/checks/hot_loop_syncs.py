@@ -17,7 +17,7 @@ from typing import Optional
 from mpslint.analysis.device_flow import DEVICE_EVIDENCE, DeviceFlow
 from mpslint.analysis.loops import LOOP_KEYWORDS, STEP_EVIDENCE, HotLoops, Loop
 from mpslint.analysis.project import facts
-from mpslint.analysis.syntax import dotted_name, last_name, method_name, positional, positional_at
+from mpslint.analysis.syntax import dotted_name, first_argument, last_name, method_name, positional, positional_at
 from mpslint.checks.base import Rule, short
 
 SYNCHRONIZE = frozenset(
@@ -78,10 +78,6 @@ class _HotLoopRule(Rule):
         )
 
 
-def _first_argument(call: ast.Call) -> Optional[ast.AST]:
-    values = [a.value if type(a) is ast.Starred else a for a in call.args] + [k.value for k in call.keywords]
-    return values[0] if values else None
-
 
 class ItemInHotLoop(_HotLoopRule):
     TRIGGERS = ("item", "tolist", "float", "int")
@@ -93,7 +89,7 @@ class ItemInHotLoop(_HotLoopRule):
         if method in ("item", "tolist") and not node.args and not node.keywords and self.ctx.qualify(func) is None:
             tensor = func.value  # type: ignore[attr-defined]
         elif type(func) is ast.Name and func.id in ("float", "int") and len(node.args) + len(node.keywords) == 1:
-            tensor = _first_argument(node)
+            tensor = first_argument(node)
         else:
             loop = self.helper_read(node, facts.HOST_READ)
             if loop is not None:
@@ -153,7 +149,7 @@ class HostCopyInHotLoop(_HotLoopRule):
                 return
             tensor = node.func.value  # type: ignore[attr-defined]
         elif (qualified or "") in ("numpy.array", "numpy.asarray") and (node.args or node.keywords):
-            tensor = _first_argument(node)
+            tensor = first_argument(node)
         else:
             return
         if not flow.is_device(tensor):
@@ -279,11 +275,10 @@ class TensorConditionInHotLoop(_HotLoopRule):
                 self._formatting(node)
             return
         qualified = self.ctx.qualify(node.func) or ""
-        first = _first_argument(node)
-        if qualified in DATA_DEPENDENT_FUNCTIONS and first is not None:
-            tested = first
+        if qualified in DATA_DEPENDENT_FUNCTIONS and (node.args or node.keywords):
+            tested = first_argument(node)
         elif qualified == "torch.where" and len(node.args) + len(node.keywords) == 1:
-            tested = first
+            tested = first_argument(node)
         elif not qualified and method in DATA_DEPENDENT_METHODS:
             tested = node.func.value  # type: ignore[attr-defined]
         else:
