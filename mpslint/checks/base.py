@@ -84,7 +84,10 @@ class Context:
 
     def qualify(self, node: ast.AST) -> Optional[str]:
         """Qualified name of a Name/Attribute chain (``th.cuda`` -> ``torch.cuda``)."""
-        return self.imports.qualify(node)
+        # Rules ask this of nearly every call: after the first question the import table answers directly
+        # (an instance attribute hides this method).
+        qualify = self.__dict__["qualify"] = self.imports.qualify
+        return qualify(node)
 
     def analysis(self, factory: Callable[["Context"], T]) -> T:
         """A shared analysis (``analysis/``) computed once per file, on first use."""
