@@ -10,7 +10,7 @@ newest bundled table.
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Optional, Tuple
+from typing import Optional, Sequence, Tuple
 
 from mpslint.analysis.syntax import argument, positional_at, string_value
 from mpslint.checks.base import Rule
@@ -59,19 +59,22 @@ def condition_holds(call: ast.Call, when) -> bool:
     raise ValueError(f"unknown surface condition {when!r}")
 
 
-def reached_ops(rule: Rule, call: ast.Call) -> Iterator[Tuple[bool, str]]:
+def reached_ops(rule: Rule, call: ast.Call) -> Sequence[Tuple[bool, str]]:
     """(whether matched as a method, aten op) for every op this call reaches under its arguments; ``display``
-    names the call in a finding (asked only then: reading a node's text costs the file's line table)."""
+    names the call in a finding (asked only then: reading a node's text costs the file's line table).
+
+    Not a generator: two rules ask it of every call, and nearly every answer is empty.
+    """
     func = call.func
     if type(func) is ast.Attribute:
         last = func.attr
     elif type(func) is ast.Name:
         last = func.id
     else:
-        return
+        return _NONE
     ctx = rule.ctx
     if last not in _SURFACE_LASTS and last not in ctx.imports.bindings:
-        return  # the usual answer, without qualifying the name
+        return _NONE  # the usual answer, without qualifying the name
     name = ctx.qualify(func)
     if name is not None:
         reaches = surface.lookup(name)
@@ -80,13 +83,13 @@ def reached_ops(rule: Rule, call: ast.Call) -> Iterator[Tuple[bool, str]]:
         reaches = surface.method(last)
         as_method = True
     else:
-        return
+        return _NONE
     if reaches and _on_cpu(call):
-        return
-    for reach in reaches:
-        if condition_holds(call, reach.when):
-            for op in reach.ops:
-                yield as_method, op
+        return _NONE
+    return [(as_method, op) for reach in reaches if condition_holds(call, reach.when) for op in reach.ops]
+
+
+_NONE: Tuple[Tuple[bool, str], ...] = ()
 
 
 def display(rule: Rule, call: ast.Call, as_method: bool) -> str:
