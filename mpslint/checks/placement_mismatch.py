@@ -73,6 +73,8 @@ class PlacementMismatch(Rule):
 
     def _is_placed_forward(self, call: ast.Call) -> bool:
         flow = self.flow
+        if not flow.placed:
+            return False  # most files place no module: no call is a placed forward, whatever its name
         name = dotted_name(call.func)
         if name is not None and flow.is_placed_name(name, call):
             return True
