@@ -33,6 +33,8 @@ def qualify_dotted(raw: Optional[str], bindings: Dict[str, str]) -> Optional[str
     return f"{target}.{rest}" if rest else target
 
 
+_UNKNOWN = object()
+
 # Packages no checked project defines: a name imported from them needs no project lookup.
 LIBRARIES = frozenset(
     "torch numpy torchvision torchaudio transformers accelerate os sys math random time re json typing "
@@ -47,14 +49,22 @@ class ImportTable:
         self.bindings: Dict[str, str] = {}
         # The project model, for names the imports cannot qualify; `deferred`: names bound by
         # `from M import name` where M may be a module of the project (its binding is a guess).
-        self.resolver: Optional[Callable[[str], Optional[str]]] = None
+        self._resolver: Optional[Callable[[str], Optional[str]]] = None
         self.deferred: Set[str] = set()
         # Rules ask about the same call's function again and again (four times per node on transformers):
-        # answers by node, for the bindings and resolver they were computed with.
+        # answers by node, for the bindings and resolver they were computed with (both clear it).
         self._memo: Dict[ast.AST, Optional[str]] = {}
-        self._memo_resolver: Optional[Callable[[str], Optional[str]]] = None
         for node in imports:
             self.add(node)
+
+    @property
+    def resolver(self) -> Optional[Callable[[str], Optional[str]]]:
+        return self._resolver
+
+    @resolver.setter
+    def resolver(self, resolver: Optional[Callable[[str], Optional[str]]]) -> None:
+        self._resolver = resolver
+        self._memo.clear()
 
     @classmethod
     def of(cls, tree) -> "ImportTable":
@@ -86,21 +96,16 @@ class ImportTable:
     def qualify(self, node: ast.AST) -> Optional[str]:
         """The qualified name of a Name/Attribute chain rooted in an import."""
         memo = self._memo
-        if self._memo_resolver is not self.resolver:
-            memo.clear()
-            self._memo_resolver = self.resolver
-        try:
-            return memo[node]
-        except KeyError:
-            pass
-        found = memo[node] = self._qualify(node)
-        return found
+        found = memo.get(node, _UNKNOWN)
+        if found is _UNKNOWN:
+            found = memo[node] = self._qualify(node)
+        return found  # type: ignore[return-value]
 
     def _qualify(self, node: ast.AST) -> Optional[str]:
         raw = dotted_name(node)
         if raw is None:
             return None
-        resolver = self.resolver
+        resolver = self._resolver
         if resolver is not None:
             root, _, rest = raw.partition(".")
             if root in self.deferred or root not in self.bindings:
