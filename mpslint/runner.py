@@ -156,16 +156,29 @@ def _may_define_helper(path: str, text: str) -> bool:
 def _process(pending: List[int], tasks: Dict[int, Task], read: Dict[int, bytes], table: List[Settings], mode: Mode,
              cache_dir: Optional[Path], cache, jobs: Optional[int]) -> List[FileResult]:
     workers = min(jobs or usable_cpus(), len(pending))
-    todo = [tasks[i] for i in pending]
-    if workers > 1 and len(todo) >= POOL_THRESHOLD:
-        done = _run_pool(todo, table, mode, cache_dir, workers)
-    else:
-        done = []
-    if len(done) < len(todo):  # no pool, or it broke: finish in this process
-        state = _State(table, mode, cache_dir, cache)
-        for i in pending[len(done):]:
-            done.append(state.process(tasks[i], read.pop(i, None)))
+    pooled: Dict[int, FileResult] = {}
+    if workers > 1 and len(pending) >= POOL_THRESHOLD:
+        # The largest files first: the last files handed out are then small, and no worker is left with a
+        # large one while the other waits (files in path order left up to half a second of it on transformers).
+        order = sorted(pending, key=lambda i: -_size(tasks[i].path))
+        pooled = dict(zip(order, _run_pool([tasks[i] for i in order], table, mode, cache_dir, workers)))
+    state = None
+    done = []
+    for i in pending:
+        result = pooled.get(i)
+        if result is None:  # no pool, or it broke: finish in this process
+            if state is None:
+                state = _State(table, mode, cache_dir, cache)
+            result = state.process(tasks[i], read.pop(i, None))
+        done.append(result)
     return done
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0  # reported when its worker reads it
 
 
 def _look_up(task: Task, settings: Settings, cache):

@@ -182,6 +182,26 @@ def test_a_broken_pool_falls_back_to_this_process(tmp_path, monkeypatch):
     assert _summary(run(files, Mode(), jobs=2)) == _summary(run(files, Mode(), jobs=1))
 
 
+def test_the_pool_gets_the_largest_files_first_and_a_pool_that_breaks_midway_loses_nothing(tmp_path, monkeypatch):
+    files = _many(tmp_path, 8)
+    for k, (path, _, _) in enumerate(files):  # sizes unrelated to the path order
+        Path(path).write_text(Path(path).read_text() + "#" * (((k * 5) % 8) * 100) + "\n")
+    handed = []
+
+    def half_a_pool(todo, table, mode, cache_dir, workers):
+        handed.extend(task.path for task in todo)
+        state = runner._State(table, mode, cache_dir)
+        return [state.process(task) for task in todo[:3]]  # then it breaks
+
+    monkeypatch.setattr(runner, "POOL_THRESHOLD", 2)
+    monkeypatch.setattr(runner, "_run_pool", half_a_pool)
+    results = run(files, Mode(), jobs=2)
+    sizes = [Path(path).stat().st_size for path in handed]
+    assert sizes == sorted(sizes, reverse=True) and sorted(handed) == sorted(path for path, _, _ in files)
+    assert [r.display for r in results] == [display for _, display, _ in files]
+    assert _summary(results) == _summary(run(files, Mode(), jobs=1))
+
+
 # --- the cache -------------------------------------------------------------------------------
 
 
