@@ -26,7 +26,11 @@ written within the same clock tick as its hashing (a coarse file system) is
 hashed again next time, not trusted (git's "racily clean" entries). On Windows,
 where st_ctime is the creation time, files are always read and hashed. Most
 files have no finding: the index also says so for them (with the module files
-their check read), so a warm run opens no entry for them either.
+their check read), and that is their only record: no entry file is written or
+opened for them. A file the index no longer vouches for but whose bytes still
+have its key (a checkout or ``touch`` changed the stat) keeps that record; a
+file that changed while the run checked it is recorded under the key of the
+bytes checked, never under the key looked up (``FileResult.checked_key``).
 
 Any problem with the cache (unreadable, corrupt, another version, a full
 disk) makes that entry a miss; the cache never fails a run. Writes are
@@ -153,20 +157,26 @@ class Cache:
         return key
 
     def remember(self, path: str, display_path: str, settings: Settings, st: os.stat_result, key: str,
-                 hashed_at: int) -> None:
+                 hashed_at: int) -> bool:
         """``key`` was computed from bytes read after ``st`` was taken (so a later edit changes the stat),
-        at ``hashed_at`` (``time.time_ns()``, after the read)."""
+        at ``hashed_at`` (``time.time_ns()``, after the read). Whether the index now holds ``key`` for the
+        file: then ``remember_result`` can record that its check found nothing, and no entry is written."""
         if not _is_regular(st) or not STAT_CHANGE_TIME:
-            return
+            return False
         entry = [*_signature(st), hashed_at, key]
         name = self._stat_name(path, display_path, settings)
         index = self._stat_index()
         old = index.get(name)
         if old is not None and old[:5] == entry[:5] and old[6] == key \
                 and max(st.st_mtime_ns, st.st_ctime_ns) <= old[5] - RACY_SECONDS * 10**9:
-            return  # already trusted: rewriting the index would only cost time
+            return True  # already trusted: rewriting the index would only cost time
+        if old is not None and len(old) == 8 and old[6] == key and isinstance(old[7], dict):
+            # The same bytes under a new stat (a checkout, `touch`, a racy write): their check found nothing.
+            entry.append(old[7])
+            self._empty[key] = old[7]
         index[name] = entry
         self._stats_changed = True
+        return True
 
     def remember_result(self, path: str, display_path: str, settings: Settings, key: str,
                         diagnostics: Sequence[Diagnostic], depends: Dict[str, str]) -> None:
@@ -252,7 +262,13 @@ class Cache:
         self.hits += 1
         return result
 
-    def put(self, key: str, diagnostics: Sequence[Diagnostic], depends: Optional[Dict[str, str]] = None) -> None:
+    def put(self, key: str, diagnostics: Sequence[Diagnostic], depends: Optional[Dict[str, str]] = None, *,
+            indexed: bool = False) -> None:
+        """Write the entry; ``indexed``: the run's stat index holds ``key`` for the file, and records an empty
+        result there (``remember_result``): most files have no finding, and an entry file each made most of a
+        cold run's system time."""
+        if indexed and not diagnostics and STAT_CHANGE_TIME:
+            return
         try:
             self._prepare()
             target = Path(self._entry(key))

@@ -40,3 +40,6 @@ class FileResult:
     cached: bool = False
     # The project's module files its check read: path -> digest of their summary (kept with the cache entry).
     depends: Dict[str, str] = field(default_factory=dict)
+    # The cache key of the bytes checked (None without a cache): the file may have changed since the run
+    # looked it up, and a result is recorded only under the key of what was checked.
+    checked_key: Optional[str] = None

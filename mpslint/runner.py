@@ -52,6 +52,7 @@ class Task:
     display: str
     settings: int  # index into the run's settings table (sent to each worker once)
     missed: Optional[str] = None  # the cache key this run already looked up and missed
+    indexed: bool = False  # the stat index holds ``missed`` for the file: it records a result with no finding
     fixed: Tuple[Tuple[str, str], ...] = ()  # --diff: (path, text) of the files this run fixed before this one
     home: bool = False  # gets pick_device() for the run's files that import it (helper_home.py)
 
@@ -103,8 +104,8 @@ def run(
         elif isinstance(looked, FileResult):
             results[i] = looked
         else:
-            data, key = looked
-            tasks[i] = replace(task, missed=key)
+            data, key, indexed = looked
+            tasks[i] = replace(task, missed=key, indexed=indexed)
             pending.append(i)
             if may_pool and len(pending) >= POOL_THRESHOLD:
                 read.clear()  # workers will read for themselves
@@ -131,7 +132,8 @@ def run(
             for i, result in zip(group, _process(group, group_tasks, read, table, mode, cache_dir, cache, jobs)):
                 results[i] = result
                 task = tasks[i]
-                if cache is not None and task.missed and result.error is None and not result.cached:
+                if cache is not None and task.missed and result.error is None and not result.cached \
+                        and result.checked_key == task.missed:
                     cache.remember_result(task.path, task.display, table[task.settings], task.missed,
                                           result.diagnostics, result.depends)
                     _vouch(result.depends, started)
@@ -182,7 +184,8 @@ def _size(path: str) -> int:
 
 
 def _look_up(task: Task, settings: Settings, cache):
-    """A cached result, or (bytes, key) of a miss, or None when the file cannot be read (processing reports it).
+    """A cached result, or (bytes, key, whether the stat index holds the key) of a miss, or None when the file
+    cannot be read (processing reports it).
 
     A file whose stat the cache's index vouches for is not read (``cache.py`` says when it does)."""
     try:
@@ -201,12 +204,11 @@ def _look_up(task: Task, settings: Settings, cache):
     except OSError:
         return None
     key = cache.key(data, task.display, settings)
-    if st is not None:
-        # Taken before the read: an edit after it changes the stat, so the index cannot vouch for old bytes.
-        cache.remember(task.path, task.display, settings, st, key, time.time_ns())
+    # The stat is taken before the read: an edit after it changes the stat, so the index cannot vouch for old bytes.
+    indexed = st is not None and cache.remember(task.path, task.display, settings, st, key, time.time_ns())
     diagnostics = cache.get(key, _current_digest) if key != tried else None
     if diagnostics is None:
-        return data, key
+        return data, key, indexed
     return FileResult(task.display, diagnostics, cached=True)
 
 
@@ -275,7 +277,7 @@ class _State:
 
             use_fixed_sources(dict(task.fixed))
         return process_file(task.path, task.display, settings, self.mode, cache=self.cache, data=data, missed=task.missed,
-                            home=task.home)
+                            indexed=task.indexed, home=task.home)
 
 
 _WORKER: Optional[_State] = None
@@ -379,13 +381,15 @@ def process_file(
     cache=None,
     data: Optional[bytes] = None,
     missed: Optional[str] = None,
+    indexed: bool = False,
     home: bool = False,
 ) -> FileResult:
     """Check or fix one file on disk (``home``: give it ``pick_device()`` too, see ``helper_home.py``).
 
     ``data`` is the file's bytes when the caller already read them; ``missed``
     is a cache key the caller looked up and missed: a file that still has that
-    key is not looked up again.
+    key is not looked up again; ``indexed``: the caller's stat index holds that
+    key and will record a result with no finding, so none is written here.
     """
     if data is None:
         try:
@@ -403,7 +407,8 @@ def process_file(
             return FileResult(display, hit, cached=True)
     result = process_bytes_safely(data, display, settings, mode, target=path, home=home)
     if key is not None and result.error is None and not _unreadable(result):
-        cache.put(key, result.diagnostics, result.depends)
+        cache.put(key, result.diagnostics, result.depends, indexed=indexed and key == missed)
+        result.checked_key = key
     return result
 
 

@@ -341,6 +341,67 @@ def test_a_stale_stat_index_costs_a_read_never_a_wrong_result(tmp_path, monkeypa
     assert all(r.cached for r in run(files, Mode(), cache_dir=cache_dir, jobs=1))
 
 
+CLEAN = "import torch\n\nx = torch.zeros(1)\n"
+
+
+def _entry_files(cache_dir: Path):
+    return sorted(cache_dir.glob("v*/??/*.json"))  # module summaries sit in their own directory
+
+
+def _checks(monkeypatch):
+    """The files actually checked (not served by the cache) from here on."""
+    checked = []
+    real = runner.process_bytes_safely
+    monkeypatch.setattr(runner, "process_bytes_safely",
+                        lambda data, display, *a, **k: checked.append(display) or real(data, display, *a, **k))
+    return checked
+
+
+@_stat_index_used
+def test_a_file_without_findings_gets_no_entry_file_the_stat_index_says_so(tmp_path, monkeypatch):
+    (tmp_path / "clean.py").write_text(CLEAN)
+    (tmp_path / "cuda.py").write_text(CUDA)
+    files = [(str(tmp_path / name), name, Settings()) for name in ("clean.py", "cuda.py")]
+    cache_dir = tmp_path / "cache"
+    _hashed_later(monkeypatch)
+    first = run(files, Mode(), cache_dir=cache_dir, jobs=1)
+    assert not first[0].diagnostics and first[1].diagnostics
+    assert len(_entry_files(cache_dir)) == 1  # the file with findings only
+    checked = _checks(monkeypatch)
+    second = run(files, Mode(), cache_dir=cache_dir, jobs=1)
+    assert all(r.cached for r in second) and _summary(second) == _summary(first) and checked == []
+    # The same bytes under a new stat (a checkout, `touch`): read and hashed, and still not checked again.
+    for name in ("clean.py", "cuda.py"):
+        os.utime(tmp_path / name, ns=(1, 1))
+    third = run(files, Mode(), cache_dir=cache_dir, jobs=1)
+    assert all(r.cached for r in third) and _summary(third) == _summary(first) and checked == []
+    # A new text is checked, whatever the index says of the old one.
+    (tmp_path / "clean.py").write_text(CUDA + "\n")
+    fourth = run(files, Mode(), cache_dir=cache_dir, jobs=1)
+    assert checked == ["clean.py"] and fourth[0].diagnostics
+
+
+@_stat_index_used
+def test_a_file_edited_while_the_run_checks_it_is_recorded_under_the_bytes_checked(tmp_path, monkeypatch):
+    path = tmp_path / "a.py"
+    path.write_text(CUDA)  # looked up with findings
+    files = [(str(path), "a.py", Settings())] + _many(tmp_path, 3)
+    cache_dir = tmp_path / "cache"
+    _hashed_later(monkeypatch)
+
+    def edited_meanwhile(todo, table, mode, cache_dir, workers):
+        path.write_text(CLEAN)  # then checked clean by a worker, which reads the file itself
+        state = runner._State(table, mode, cache_dir)
+        return [state.process(task) for task in todo]
+
+    monkeypatch.setattr(runner, "POOL_THRESHOLD", 2)
+    monkeypatch.setattr(runner, "_run_pool", edited_meanwhile)
+    assert run(files, Mode(), cache_dir=cache_dir, jobs=2)[0].diagnostics == []
+    monkeypatch.undo()
+    path.write_text(CUDA)  # the bytes looked up first, under a new stat: their findings, not "none"
+    assert run(files[:1], Mode(), cache_dir=cache_dir, jobs=1)[0].diagnostics
+
+
 def test_another_torch_op_table_is_a_cache_miss(tmp_path, monkeypatch):
     # With no torch-version floor the op rules read the installed torch's yaml: a torch upgrade changes results.
     from mpslint.knowledge import mps_kernels
