@@ -181,11 +181,19 @@ class Cache:
     def remember_result(self, path: str, display_path: str, settings: Settings, key: str,
                         diagnostics: Sequence[Diagnostic], depends: Dict[str, str]) -> None:
         """The check of the bytes with ``key`` found ``diagnostics``: when none, the stat index says so."""
-        if diagnostics or not STAT_CHANGE_TIME:
+        if not STAT_CHANGE_TIME:
             return
         entry = self._stat_index().get(self._stat_name(path, display_path, settings))
         if not entry or len(entry) not in (7, 8) or entry[6] != key:
             return  # the index does not vouch for these bytes (a racy or changed file)
+        if diagnostics:
+            if len(entry) == 8:
+                # The same bytes found nothing before, when the modules they read said otherwise: the entry
+                # written now is their result, and the old record would only send later runs checking again.
+                del entry[7:]
+                self._empty.pop(key, None)
+                self._stats_changed = True
+            return
         depends = dict(sorted(depends.items()))
         if entry[7:] != [depends]:
             entry[7:] = [depends]
@@ -237,12 +245,11 @@ class Cache:
         """The entry's diagnostics; with ``current`` (path -> digest of its summary now), only while every
         module file the entry depends on still has the digest it had."""
         empty = self._empty.get(key)
-        if empty is not None:
-            if empty and (current is None or any(current(path) != digest for path, digest in empty.items())):
-                self.misses += 1
-                return None
+        if empty is not None and not (
+                empty and (current is None or any(current(path) != digest for path, digest in empty.items()))):
             self.hits += 1
             return []
+        # No record of an empty result, or one the modules it read have outdated: the entry, if any, is newer.
         try:
             with open(self._entry(key), "rb") as handle:
                 payload = json.loads(handle.read())
