@@ -464,9 +464,6 @@ def _function_step(parent: ast.AST, child: ast.AST, above):
     return parent if type(parent) in (ast.FunctionDef, ast.AsyncFunctionDef) else above
 
 
-
-
-
 def _compat_handler(handler: ast.ExceptHandler) -> bool:
     """An ``except`` that catches a missing or changed API: a fallback for older torch."""
     if handler.type is None:

@@ -33,7 +33,7 @@ def qualify_dotted(raw: Optional[str], bindings: Dict[str, str]) -> Optional[str
     return f"{target}.{rest}" if rest else target
 
 
-_UNKNOWN = object()
+_UNKNOWN = object()  # not asked yet: None is an answer
 
 # Packages no checked project defines: a name imported from them needs no project lookup.
 LIBRARIES = frozenset(

@@ -9,10 +9,9 @@ from typing import Callable, Optional, Tuple
 from mpslint.analysis.cuda_context import AVAILABILITY, DEVICE, is_cuda_literal
 from mpslint.analysis.cuda_devices import argument_count as _argument_count
 from mpslint.analysis.cuda_devices import assigns_device, indexed_cuda, is_cuda_device_value  # noqa: F401 (shared)
-from mpslint.analysis.syntax import first_argument as _first_argument
 from mpslint.analysis.device_picker import NO_PICKER
 from mpslint.analysis.distributed_code import DDP_BLOCKS, DISTRIBUTED_WORDS, UnguardedDdp, distributed_only
-from mpslint.analysis.syntax import dotted_name, string_value
+from mpslint.analysis.syntax import dotted_name, first_argument, string_value
 from mpslint.checks.base import FixSpec, Rule, insert_before, replace, short
 from mpslint.checks.guard_rewrite import guarded_outcome
 from mpslint.checks.rewriting import (
@@ -221,7 +220,7 @@ class CudaDeviceLiteral(Rule):
             if type(call) is not ast.Call:
                 return None
             keyword = parent.arg if type(parent) is ast.keyword else None  # type: ignore[attr-defined]
-            first = _first_argument(call) is node
+            first = first_argument(call) is node
             if ctx.qualify(call.func) == "torch.device" and (keyword == "type" or (keyword is None and first)):
                 if device_choice_literal(self, call) or self._fallback(call):
                     return None

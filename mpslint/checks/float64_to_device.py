@@ -60,7 +60,6 @@ def _numpy_call(ctx, node: ast.AST) -> bool:
     return type(node) is ast.Call and (ctx.qualify(node.func) or "").startswith("numpy.")  # type: ignore[attr-defined]
 
 
-
 class Float64ToDevice(Rule):
     # numpy: its float arrays are float64 without the word in the file (`np.array([0.5])`, `np.zeros(3)`);
     # a gym environment's observations too (`obs, reward, done, info = env.step(a)`).

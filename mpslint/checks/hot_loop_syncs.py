@@ -78,7 +78,6 @@ class _HotLoopRule(Rule):
         )
 
 
-
 class ItemInHotLoop(_HotLoopRule):
     TRIGGERS = ("item", "tolist", "float", "int")
     REQUIRES = (LOOP_KEYWORDS, STEP_EVIDENCE, DEVICE_EVIDENCE)
