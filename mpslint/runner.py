@@ -160,9 +160,11 @@ def _process(pending: List[int], tasks: Dict[int, Task], read: Dict[int, bytes],
     workers = min(jobs or usable_cpus(), len(pending))
     pooled: Dict[int, FileResult] = {}
     if workers > 1 and len(pending) >= POOL_THRESHOLD:
-        # The largest files first: the last files handed out are then small, and no worker is left with a
-        # large one while the other waits (files in path order left up to half a second of it on transformers).
-        order = sorted(pending, key=lambda i: -_size(tasks[i].path))
+        # A check hands out the largest files first: the last files handed out are then small, and no worker
+        # is left with a large one while the other waits (path order left up to half a second of it on
+        # transformers). A fix keeps path order: a file checked while a module it reads is being fixed sees
+        # that module as it is at that moment, so the order of a wave's files can change what remains.
+        order = pending if mode.fixing else sorted(pending, key=lambda i: -_size(tasks[i].path))
         pooled = dict(zip(order, _run_pool([tasks[i] for i in order], table, mode, cache_dir, workers)))
     state = None
     done = []
