@@ -575,6 +575,26 @@ def float64_rows(path: Path):
             out = model(x)
             print(metrics.accuracy(out, y))
     """,
+    # what `mpslint --fix` writes: the helper it adds, a module-level DEVICE, and moves to it
+    """
+    import torch
+    from metrics import accuracy
+    def pick_device() -> torch.device:
+        return torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")
+    DEVICE = pick_device()
+    model = torch.nn.Linear(16, 4)
+    features = torch.randn(100, 16).to(DEVICE)
+    model.to(DEVICE)
+    print(accuracy(model(features), labels))
+    """,
+    # a device chosen with `or` in the script itself
+    """
+    import torch
+    from metrics import accuracy
+    dev = torch.accelerator.current_accelerator() or torch.device("cpu")
+    def step(model, x, y):
+        return accuracy(model(x.to(dev)), y)
+    """,
 ])
 def test_a_helper_whose_callers_pass_device_tensors_works_on_the_device(tmp_path, caller):
     write(tmp_path, {"metrics.py": METRICS, "train.py": caller})

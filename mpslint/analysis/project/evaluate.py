@@ -33,6 +33,8 @@ TORCH_FACTORIES = frozenset(
 )
 ACCELERATORS = ("cuda", "mps", "xpu")
 CUDA_FLAGS = frozenset(("torch.cuda.is_available",))
+# The accelerator's device, or None where there is none (then `or torch.device("cpu")` picks the host).
+ACCELERATOR_DEVICES = frozenset(("torch.accelerator.current_accelerator",))
 FLOAT64_DTYPES = frozenset(("torch.float64", "torch.double"))
 
 # Callees that are modules or loss functions by every naming convention in the wild.
@@ -145,6 +147,13 @@ class Evaluator:
             # `not args.no_cuda and torch.cuda.is_available()`: true only where CUDA is
             found = [self.fact(v, depth + 1) for v in expr.values]  # type: ignore[attr-defined]
             return facts.CUDA_FLAG if facts.CUDA_FLAG in found else None
+        if cls is ast.BoolOp:
+            # `torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")` (what
+            # `mpslint --fix` writes): either value
+            result = self.fact(expr.values[0], depth + 1)  # type: ignore[attr-defined]
+            for value in expr.values[1:]:  # type: ignore[attr-defined]
+                result = facts.join(result, self.fact(value, depth + 1))
+            return result
         if cls is ast.Call:
             return self._call(expr, depth)  # type: ignore[arg-type]
         return None
@@ -168,6 +177,8 @@ class Evaluator:
             return facts.CUDA_FLAG
         if qualified == "torch.device":
             return string_fact(call.args[0].value) if call.args and type(call.args[0]) is ast.Constant else facts.DEVICE  # type: ignore[attr-defined]
+        if qualified in ACCELERATOR_DEVICES:
+            return facts.DEVICE
         if qualified == "torch.from_numpy":
             return facts.FLOAT64 if self.fact(call.args[0] if call.args else None, depth + 1) == facts.FLOAT64 else facts.HOST_TENSOR
         if qualified in ("numpy.array", "numpy.asarray") and call.args:
@@ -258,6 +269,8 @@ class Evaluator:
 
 
 def names_a_device(name: str) -> bool:
+    """``device``, ``dev``, ``train_device``, ``device_0``, in any case: ``DEVICE`` is what ``mpslint --fix`` binds."""
+    name = name.lower()
     return name in ("device", "dev") or name.endswith("_device") or name.startswith("device_")
 
 
