@@ -104,3 +104,30 @@ def test_a_corrupt_memo_costs_reading_never_a_wrong_result(tmp_path, monkeypatch
     assert _results(tmp_path)["utils.py"] == (True, ["MPS303"])
     memo.write_text('{"%s": ["a stat no file has", "a digest"]}' % (str(tmp_path / "train.py")))
     assert _results(tmp_path)["utils.py"] == (True, ["MPS303"])
+
+
+def test_a_warm_run_does_not_even_import_the_summaries(tmp_path, monkeypatch):
+    """Checking digests needs no summary: ``summary.py`` and the analyses it asks are a fifth of a warm
+    run's time on transformers when imported."""
+    import subprocess
+    import sys
+    import textwrap
+
+    write_tree(tmp_path, {"utils.py": UTILS, "train.py": TRAIN.format(output="model(features)", labels="labels")})
+    _later(monkeypatch)
+    assert _results(tmp_path)["utils.py"] == (False, ["MPS303"])
+    code = textwrap.dedent(
+        f"""\
+        import sys
+        from mpslint.config import Settings
+        from mpslint.runner import Mode, run
+        files = [({str(tmp_path / "train.py")!r}, "train.py", Settings()), ({str(tmp_path / "utils.py")!r}, "utils.py", Settings())]
+        results = run(files, Mode(), cache_dir={str(tmp_path / "cache")!r}, jobs=1)
+        print([(r.cached, [d.code for d in r.diagnostics]) for r in results])
+        print(sorted(m for m in sys.modules if m.startswith(("mpslint.analysis.project.summary", "mpslint.checks"))))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    warm, imported = done.stdout.strip().splitlines()[-2:]
+    assert warm.startswith("[(True, ") and "(True, ['MPS303'])" in warm
+    assert imported == "[]"

@@ -26,10 +26,12 @@ import os
 import re
 import stat
 import warnings
-from typing import Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from mpslint.analysis.project import facts, layout
-from mpslint.analysis.project.summary import ModuleSummary, calls_to, summarize
+
+if TYPE_CHECKING:  # imported where a caller is parsed: a warm run only checks digests (see store.py)
+    from mpslint.analysis.project.summary import ModuleSummary
 
 CALLERS = "\0callers\0"  # in a dependency key: not a file's path, a question about callers
 _CONTENT = "=content"  # the question about a calling module's bytes (no module stem holds "=")
@@ -238,6 +240,8 @@ def _header(project, path: str, data: bytes) -> Optional[ModuleSummary]:
     """The caller's imports and names (``summarize(facts=False)``): all that saying which module a call's
     name comes from needs, without the facts of every function in it."""
     if path not in project.headers:
+        from mpslint.analysis.project.summary import summarize
+
         module = _tree(project, path, data)
         project.headers[path] = summarize(module, facts=False) if module is not None else None
     return project.headers[path]
@@ -246,6 +250,8 @@ def _header(project, path: str, data: bytes) -> Optional[ModuleSummary]:
 def _calls(module: Optional[ast.Module], data: bytes, function: str) -> Dict[str, Passed]:
     if module is None:
         return {}
+    from mpslint.analysis.project.summary import calls_to
+
     try:
         return calls_to(module, data, function)
     except RecursionError:

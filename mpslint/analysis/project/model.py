@@ -15,12 +15,14 @@ import ast
 import os
 import stat
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 from mpslint.analysis.project import callers, digest_memo, layout
 from mpslint.analysis.project.callers import CALLERS
 from mpslint.analysis.project.store import SummaryStore
-from mpslint.analysis.project.summary import ModuleSummary
+
+if TYPE_CHECKING:  # summaries are made or read in store.py and callers.py, which import them when they do
+    from mpslint.analysis.project.summary import ModuleSummary
 
 ABSENT = "absent"
 MAX_DEPTH = 64  # re-exports followed through at most this many modules (Python's stack has a limit too)  # the digest of a module file that does not exist (or cannot be read)

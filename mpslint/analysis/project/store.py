@@ -14,12 +14,18 @@ import hashlib
 import os
 import tempfile
 import warnings
-from typing import Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
-from mpslint.analysis.project.summary import FORMAT, ModuleSummary, summarize
+if TYPE_CHECKING:
+    from mpslint.analysis.project.summary import ModuleSummary
+
+# `summary` (and the analyses it asks) is imported where a summary is made or read, not with this module: a
+# warm run checks the digests its cached results depend on (digest_memo.py) and reads no summary.
 
 
 def content_key(data: bytes) -> str:
+    from mpslint.analysis.project.summary import FORMAT
+
     digest = hashlib.blake2b(digest_size=16)
     digest.update(f"summary-v{FORMAT}\0".encode())
     digest.update(data)
@@ -28,6 +34,8 @@ def content_key(data: bytes) -> str:
 
 def summarize_bytes(data: bytes) -> Optional[ModuleSummary]:
     """The summary of a module's source, or None when Python cannot read it."""
+    from mpslint.analysis.project.summary import summarize
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -53,6 +61,8 @@ class SummaryStore:
             return key, self.memory[key]
         summary = self._read(key)
         if summary is None:
+            from mpslint.analysis.project.summary import summarize
+
             self.computed += 1
             summary = summarize(module, source=data) if module is not None else summarize_bytes(data)
             if summary is not None:
@@ -69,6 +79,8 @@ class SummaryStore:
         path = self._path(key)
         if path is None:
             return None
+        from mpslint.analysis.project.summary import ModuleSummary
+
         try:
             with open(path, "r", encoding="utf-8") as handle:
                 digest, _, text = handle.read().partition("\n")
