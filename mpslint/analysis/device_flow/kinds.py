@@ -64,14 +64,14 @@ JOIN_BUILTINS = frozenset("sum max min abs".split())
 HOST_MODULES = ("numpy", "math", "random", "time", "os", "json", "pandas", "sklearn", "scipy", "logging", "statistics")
 
 
-from mpslint.analysis.project.evaluate import MODULE_LIKE  # noqa: E402  (the project model names modules too)
+from mpslint.analysis.project.evaluate import DEVICE_NAMES, MODULE_LIKE  # noqa: E402  (the project model names them too)
 
 
 # Objects whose ``.device`` is the training device (not some tensor's own device).
 OBJECT_OWNERS = frozenset("self args accelerator trainer training_args state config cfg opt opts hparams".split())
 
 
-DEVICE_NAME = re.compile(r"^(device|dev|.*_device|device_.*)$")
+DEVICE_NAME = re.compile(DEVICE_NAMES)
 
 
 NO_GRAD = ("no_grad", "inference_mode")

@@ -268,10 +268,15 @@ class Evaluator:
         return facts.HOST_TENSOR if tensor else facts.HOST
 
 
+# Names of a device by convention: ``device``, ``dev``, ``train_device``, ``device_0`` (also the device flow's).
+DEVICE_NAMES = r"^(device|dev|.*_device|device_.*)$"
+# A module's summary reads them in any case: ``DEVICE`` is what ``mpslint --fix`` binds, and a summary cannot
+# follow a name to its binding as the device flow does.
+_ANY_CASE_DEVICE_NAME = re.compile(DEVICE_NAMES, re.IGNORECASE | re.DOTALL)
+
+
 def names_a_device(name: str) -> bool:
-    """``device``, ``dev``, ``train_device``, ``device_0``, in any case: ``DEVICE`` is what ``mpslint --fix`` binds."""
-    name = name.lower()
-    return name in ("device", "dev") or name.endswith("_device") or name.startswith("device_")
+    return _ANY_CASE_DEVICE_NAME.fullmatch(name) is not None
 
 
 def _formatted_device(expr: ast.AST) -> Optional[str]:
