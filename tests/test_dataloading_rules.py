@@ -157,6 +157,9 @@ def test_fork_fix_is_unsafe_and_keeps_quotes():
     "from torch.utils.data import DataLoader\ndef main():\n    return DataLoader(ds, num_workers=2)\nmain()\n",
     "from torch.utils.data import DataLoader\ndef inner():\n    return DataLoader(ds, num_workers=2)\n"
     "def main():\n    inner()\nmain()\n",
+    # a name only a library's star import binds
+    "from torch.utils.data import *\nloader = DataLoader(ds, num_workers=4)\n",
+    "from multiprocessing import *\npool = Pool(4)\n",
 ])
 def test_unguarded_workers(src):
     assert codes(src, ["MPS403"]) == ["MPS403"]
@@ -175,6 +178,9 @@ def test_unguarded_workers(src):
     "loader = DataLoader(ds, num_workers=0 if sys.platform == 'darwin' else 4)\n",
     "from torch.utils.data import DataLoader\nmake = lambda: DataLoader(ds, num_workers=4)\n",
     "from mylib import DataLoader\nloader = DataLoader(ds, num_workers=4)\n",
+    # two library star imports: which one binds the name is not known
+    "from torch.utils.data import *\nfrom mylib import *\nloader = DataLoader(ds, num_workers=4)\n",
+    "from torch.utils.data import *\nDataLoader = make_loader\nloader = DataLoader(ds, num_workers=4)\n",
 ])
 def test_unguarded_workers_traps(src):
     assert "MPS403" not in codes(src, ["MPS403"])
@@ -216,6 +222,22 @@ def test_unguarded_message_says_whether_the_script_has_a_guard():
     inside = ("from torch.utils.data import DataLoader\nmodel = build()\nif __name__ == '__main__':\n"
               "    loader = DataLoader(ds, num_workers=4)\n    run(loader)\n")
     assert check(inside, ["MPS403"]) == []
+
+
+@pytest.mark.parametrize("src", [
+    "from torch.utils.data import *\nloader = DataLoader(ds, pin_memory=True)\n",
+    "import torch\nfrom torch.utils.data import *\ndef make(ds):\n    return DataLoader(ds, batch_size=8, pin_memory=True)\n",
+])
+def test_pin_memory_through_a_library_star_import(src):
+    assert codes(src, ["MPS401"]) == ["MPS401"]
+
+
+@pytest.mark.parametrize("src", [
+    "from torch.utils.data import *\nfrom numpy import *\nloader = DataLoader(ds, pin_memory=True)\n",
+    "from torch.utils.data import *\ndef make(DataLoader):\n    return DataLoader(ds, pin_memory=True)\n",
+])
+def test_pin_memory_star_import_traps(src):
+    assert codes(src, ["MPS401"]) == []
 
 
 def test_pin_memory_through_a_kwargs_dict():

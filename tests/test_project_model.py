@@ -537,6 +537,44 @@ def test_a_star_import_does_not_answer_for_a_name_the_file_binds(tmp_path):
     assert view.qualified("print") is None
 
 
+
+def test_a_name_only_a_library_star_import_can_bind_is_that_librarys(tmp_path):
+    write(tmp_path, {
+        "loader.py": "from torch.utils.data import *\nimport torch\ndef make(ds, DataLoader2=None):\n    return 1\n",
+        "ops.py": "from torch import *\nfrom helpers import *\ni0 = 3\n",
+        "helpers.py": "import torch\n__all__ = ['scale']\nscale = torch.float64\n",
+        "mixed.py": "from torch.utils.data import *\nfrom numpy import *\n",
+        "chain.py": "from loader import *\n",
+        "nolib.py": "from somewhere_else import *\n",
+    })
+    loader = view_of(tmp_path / "loader.py")
+    assert loader.qualified("DataLoader") == "torch.utils.data.DataLoader"
+    assert loader.qualified("print") is None  # a builtin, never the star's
+    assert loader.qualified("DataLoader2") is None  # a parameter here
+    assert loader.qualified("_private") is None  # a star import brings no underscore name
+    ops = view_of(tmp_path / "ops.py")
+    assert ops.qualified("i0") is None  # bound in the file
+    assert ops.qualified("scale") == "torch.float64"  # the project's star import knows it: it answers
+    assert ops.qualified("svd") == "torch.svd"
+    # Two library stars: which one binds `zeros` cannot be told without importing them.
+    assert view_of(tmp_path / "mixed.py").qualified("zeros") is None
+    assert view_of(tmp_path / "chain.py").qualified("DataLoader") == "torch.utils.data.DataLoader"
+    # A module that is neither in the project nor a known library may be anything.
+    assert view_of(tmp_path / "nolib.py").qualified("DataLoader") is None
+    (tmp_path / "unknown.py").write_text("from torch.utils.data import *\nfrom somewhere_else import *\n")
+    assert view_of(tmp_path / "unknown.py").qualified("DataLoader") is None
+
+
+def test_answers_about_the_checked_text_are_not_kept_for_another_text_at_that_path(tmp_path):
+    # A fix's next pass, or an editor's buffer, checks the same path with other contents in one process.
+    path = tmp_path / "script.py"
+    first = "from torch.utils.data import *\n"
+    second = "from torch.utils.data import *\nfrom numpy import *\n"
+    assert ProjectView(ast.parse(first), str(path), first).qualified("DataLoader") == "torch.utils.data.DataLoader"
+    assert ProjectView(ast.parse(second), str(path), second).qualified("DataLoader") is None
+    assert ProjectView(ast.parse(first), str(path), first).qualified("DataLoader") == "torch.utils.data.DataLoader"
+
+
 # ---------------------------------------------------------------- callers: facts flow from call sites into parameters
 
 METRICS = """

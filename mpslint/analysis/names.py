@@ -38,7 +38,8 @@ _UNKNOWN = object()  # not asked yet: None is an answer
 # Packages no checked project defines: a name imported from them needs no project lookup.
 LIBRARIES = frozenset(
     "torch numpy torchvision torchaudio transformers accelerate os sys math random time re json typing "
-    "collections functools itertools dataclasses pathlib logging argparse abc contextlib".split()
+    "collections functools itertools dataclasses pathlib logging argparse abc contextlib multiprocessing "
+    "concurrent".split()
 )
 
 

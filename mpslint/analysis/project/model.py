@@ -17,6 +17,7 @@ import stat
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
+from mpslint.analysis.names import LIBRARIES
 from mpslint.analysis.project import callers, digest_memo, layout
 from mpslint.analysis.project.callers import CALLERS
 from mpslint.analysis.project.store import SummaryStore
@@ -181,11 +182,16 @@ class Lookup:
     An answer cut short by an import cycle is not memoized (from elsewhere in the cycle it may differ).
     """
 
-    def __init__(self, project: Project) -> None:
+    def __init__(self, project: Project, asker: Optional[str] = None) -> None:
         self.project = project
         self.root = _Entry()
         self.stack: List[_Entry] = [self.root]
         self.cut = 0  # cycles met by the resolutions on the stack
+        # The asker's own file is read from the text being checked, which one process may check again with
+        # other contents (a fix's next pass, an editor's buffer): answers about it are kept for this asker only.
+        self.asker = asker
+        self._own_resolved: Dict[Tuple[str, str], _Entry] = {}
+        self._own_stars: Dict[str, tuple] = {}
 
     @property
     def depends(self) -> Dict[str, str]:
@@ -225,7 +231,7 @@ class Lookup:
     def name(self, where: ModuleRef, name: str, seen: Optional[Set[Tuple[str, str]]] = None) -> Optional[Resolved]:
         """What ``name`` at the top level of ``where`` is, following imports."""
         key = (where.path, name)
-        memo = self.project.resolved
+        memo = self._own_resolved if where.path == self.asker else self.project.resolved
         entry = memo.get(key)
         if entry is not None:
             self.stack[-1].children.append(entry)
@@ -274,7 +280,7 @@ class Lookup:
         None) when no star import of the module brings it."""
         if name.startswith("_") or not where.summary.stars:
             return None, None
-        bound, nested = self._stars(where)
+        bound, nested, library = self._stars(where)
         # The last star import that binds the name itself, unless a later one re-exports it from its own stars.
         first = bound.get(name)
         for position, target in nested:
@@ -287,24 +293,35 @@ class Lookup:
             if found is not None:
                 return position, found
         if first is None:
-            return None, None
+            # Bound by nothing the project defines: a name no other binding explains comes from a library's
+            # star import (`from torch.utils.data import *` brings `DataLoader`), when the module has one.
+            return (library[0], ("alias", f"{library[1]}.{name}")) if library is not None else (None, None)
         found = self.name(first[1], name, seen)
         return (first[0], found) if found is not None else (None, None)
 
-    def _stars(self, where: ModuleRef) -> Tuple[Dict[str, Tuple[int, ModuleRef]], List[Tuple[int, ModuleRef]]]:
+    def _stars(self, where: ModuleRef) -> Tuple[Dict[str, Tuple[int, ModuleRef]], List[Tuple[int, ModuleRef]],
+                                                Optional[Tuple[int, str]]]:
         """The module's star imports, indexed once per run: name -> (position, the last target binding it),
-        and the targets that have star imports of their own (latest first), which are searched in turn."""
-        known = self.project.stars.get(where.path)
+        the targets that have star imports of their own (latest first), which are searched in turn, and
+        (position, module) of its one star import from a library (``names.LIBRARIES``; None if none, or if
+        another star import of a module outside the project might bind the name too: which one does cannot
+        be told without importing them)."""
+        stars = self._own_stars if where.path == self.asker else self.project.stars
+        known = stars.get(where.path)
         if known is None:
             entry = _Entry()
             self.stack.append(entry)
             bound: Dict[str, Tuple[int, ModuleRef]] = {}
             nested: List[Tuple[int, ModuleRef]] = []
+            libraries: List[Tuple[int, str]] = []
             try:
                 for position, (level, module) in enumerate(where.summary.stars):
                     dotted = layout.absolute(where.dotted, where.is_package, level, module)
                     target = self.module(dotted, where.roots) if dotted else None
                     if target is None:
+                        # A module neither the project's nor a known library's may bind any name.
+                        library = not level and module.split(".", 1)[0] in LIBRARIES
+                        libraries.append((position, module) if library else (position, ""))
                         continue
                     summary = target.summary
                     exported = set(summary.exported())
@@ -315,9 +332,10 @@ class Lookup:
                         nested.insert(0, (position, target))
             finally:
                 self.stack.pop()
-            known = self.project.stars[where.path] = (entry, bound, nested)
+            library = libraries[0] if len(libraries) == 1 and libraries[0][1] else None
+            known = stars[where.path] = (entry, bound, nested, library)
         self.stack[-1].children.append(known[0])
-        return known[1], known[2]
+        return known[1], known[2], known[3]
 
     def callers(self, where: ModuleRef, function: str) -> Tuple[List[Optional[str]], List[str]]:
         """What the other modules next to ``where`` (its directory and its root's) pass to its top-level

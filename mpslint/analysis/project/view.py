@@ -39,7 +39,7 @@ class ProjectView:
         self.module = module
         self.path = path
         self.text = text  # the module's source, when known: its summary is then stored by content
-        self.lookup = Lookup(shared())
+        self.lookup = Lookup(shared(), os.path.abspath(path or "-"))
         self._summary: Optional[ModuleSummary] = None
         self._lazy: Optional[LazyFacts] = None
         self._header: Optional[ModuleSummary] = None
@@ -92,7 +92,7 @@ class ProjectView:
     @property
     def here(self) -> ModuleRef:
         if self._here is None:
-            path = os.path.abspath(self.path or "-")
+            path = self.lookup.asker
             dotted, is_package, roots = roots_of(path)
             self._here = ModuleRef(path, dotted, is_package, roots + _roots_named(path, roots, self.header), self.header)
         return self._here
@@ -171,10 +171,10 @@ class ProjectView:
         found = self._imported.get(name, _UNSET)
         if found is _UNSET:
             found = None
-            if _class_like(name):
+            summary = self.header
+            if _class_like(name) and name in summary.imports:
                 self._imported[name] = None
                 return None  # `BertModel`: no fact describes a class, and its module need not be read
-            summary = self.header
             if name in summary.imports:
                 found = self.lookup.imported(self.here, summary.imports[name], set())
             elif name not in summary.names and summary.stars:
