@@ -157,6 +157,11 @@ def test_fork_fix_is_unsafe_and_keeps_quotes():
     "from torch.utils.data import DataLoader\ndef main():\n    return DataLoader(ds, num_workers=2)\nmain()\n",
     "from torch.utils.data import DataLoader\ndef inner():\n    return DataLoader(ds, num_workers=2)\n"
     "def main():\n    inner()\nmain()\n",
+    # a multiprocessing context's Process and Pool
+    "import multiprocessing as mp\nctx = mp.get_context('spawn')\np = ctx.Process(target=f)\np.start()\n",
+    "import multiprocessing as mp\nwith mp.get_context('spawn').Pool(4) as pool:\n    pool.map(f, xs)\n",
+    "import torch.multiprocessing as mp\ndef main():\n    ctx = mp.get_context('forkserver')\n"
+    "    return ctx.Pool(2)\nmain()\n",
     # a name only a library's star import binds
     "from torch.utils.data import *\nloader = DataLoader(ds, num_workers=4)\n",
     "from multiprocessing import *\npool = Pool(4)\n",
@@ -178,6 +183,12 @@ def test_unguarded_workers(src):
     "loader = DataLoader(ds, num_workers=0 if sys.platform == 'darwin' else 4)\n",
     "from torch.utils.data import DataLoader\nmake = lambda: DataLoader(ds, num_workers=4)\n",
     "from mylib import DataLoader\nloader = DataLoader(ds, num_workers=4)\n",
+    # contexts: under the guard, a context of something else, a name bound twice, a Process never made here
+    "import multiprocessing as mp\nctx = mp.get_context('spawn')\nif __name__ == '__main__':\n"
+    "    ctx.Process(target=f).start()\n",
+    "import decimal\nctx = decimal.getcontext()\np = ctx.Process(target=f)\n",
+    "import multiprocessing as mp\nctx = mp.get_context('spawn')\nctx = make_other()\np = ctx.Process(target=f)\n",
+    "import multiprocessing as mp\nctx = mp.get_context('spawn')\ndef later():\n    return ctx.Pool(2)\n",
     # two library star imports: which one binds the name is not known
     "from torch.utils.data import *\nfrom mylib import *\nloader = DataLoader(ds, num_workers=4)\n",
     "from torch.utils.data import *\nDataLoader = make_loader\nloader = DataLoader(ds, num_workers=4)\n",

@@ -107,7 +107,25 @@ def test_what_a_module_summary_says_starts_processes():
             def later():
                 return mp.Pool(2)
             return later
-    """) == ["Runner", "pool_map", "submitted", "through_helper"]
+
+        def context_pool(f, items):
+            return mp.get_context("spawn").Pool(2).map(f, items)
+
+        class ContextWorkers:
+            def __init__(self, n):
+                ctx = mp.get_context("forkserver")
+                self.workers = [ctx.Process(target=work) for _ in range(n)]
+                for w in self.workers:
+                    w.start()
+
+        def context_made_only():
+            ctx = mp.get_context("spawn")
+            return ctx.Process(target=work)
+
+        def other_context(f):
+            ctx = decimal.getcontext()
+            return ctx.Pool(2)
+    """) == ["ContextWorkers", "Runner", "context_pool", "pool_map", "submitted", "through_helper"]
 
 
 def test_a_module_that_imports_no_multiprocessing_starts_nothing():

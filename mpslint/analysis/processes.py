@@ -33,6 +33,8 @@ STARTS_WHEN_CALLED = frozenset({
 })
 PROCESSES = frozenset({"multiprocessing.Process", "torch.multiprocessing.Process"})
 EXECUTORS = frozenset({"concurrent.futures.ProcessPoolExecutor", "concurrent.futures.process.ProcessPoolExecutor"})
+# `mp.get_context("spawn")`: a context's Process and Pool are the module's, with its start method.
+CONTEXTS = frozenset({"multiprocessing.get_context", "torch.multiprocessing.get_context"})
 _MODULES = ("multiprocessing", "torch.multiprocessing", "concurrent")
 
 
@@ -91,9 +93,14 @@ class _Starts:
         made: Set[str] = set()  # what the body makes that starts only when told to
         told: Set[str] = set()  # the methods it calls that tell: start, submit, map
         callees: List[Callable[[], bool]] = []
-        for call in calls_in(self.functions[key].body):  # type: ignore[attr-defined]
+        body = self.functions[key].body  # type: ignore[attr-defined]
+        calls = list(calls_in(body))
+        # Names the body assigns a context are read only where it makes one.
+        contexts = _contexts_named(body, self.qualify) if any(self.qualify(c.func) in CONTEXTS for c in calls) \
+            else set()
+        for call in calls:
             func = call.func
-            name = self.qualify(func)
+            name = self.qualify(func) or self._of_a_context(func, contexts)
             if name in STARTS_WHEN_CALLED:
                 return True
             if name in PROCESSES:
@@ -125,6 +132,45 @@ class _Starts:
         if ("process" in made and "start" in told) or ("executor" in made and told & {"submit", "map"}):
             return True
         return any(callee() for callee in callees)
+
+
+    def _of_a_context(self, func: ast.AST, contexts: Set[str]) -> Optional[str]:
+        """``ctx.Process`` (``ctx`` assigned a context in this body) or ``mp.get_context(...).Pool``: what the
+        module's own ``Process`` or ``Pool`` is called."""
+        if type(func) is not ast.Attribute or func.attr not in ("Process", "Pool"):  # type: ignore[attr-defined]
+            return None
+        receiver = func.value  # type: ignore[attr-defined]
+        if (type(receiver) is ast.Name and receiver.id in contexts) or (  # type: ignore[attr-defined]
+                type(receiver) is ast.Call and self.qualify(receiver.func) in CONTEXTS):  # type: ignore[attr-defined]
+            return f"multiprocessing.{func.attr}"  # type: ignore[attr-defined]
+        return None
+
+
+def _contexts_named(body: List[ast.stmt], qualify: Callable[[ast.AST], Optional[str]]) -> Set[str]:
+    """The names this body assigns a multiprocessing context (``ctx = mp.get_context("spawn")``) and nothing
+    else (not nested functions, classes or lambdas)."""
+    found: Set[str] = set()
+    other: Set[str] = set()
+    stack: List[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if type(node) in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda):
+            continue
+        if type(node) is ast.Assign:
+            value = node.value  # type: ignore[attr-defined]
+            is_context = type(value) is ast.Call and qualify(value.func) in CONTEXTS  # type: ignore[attr-defined]
+            for target in node.targets:  # type: ignore[attr-defined]
+                if type(target) is ast.Name:
+                    (found if is_context else other).add(target.id)  # type: ignore[attr-defined]
+                else:
+                    stack.append(target)
+            stack.append(value)
+            continue
+        if type(node) is ast.Name and type(node.ctx) is ast.Store:  # type: ignore[attr-defined]
+            other.add(node.id)  # type: ignore[attr-defined]  # a loop target, `with ... as`, a walrus
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return found - other
 
 
 def _is_super(node: ast.AST) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterator, List, Optional
 
+from mpslint.analysis.device_flow import DeviceFlow
+from mpslint.analysis.processes import CONTEXTS
 from mpslint.analysis.syntax import integer_value, is_main_guard, keyword, positional_at
 from mpslint.checks.base import Context, Rule
 from mpslint.checks.workers import DATALOADERS, PLATFORM_WORDS, mentions
@@ -16,6 +18,7 @@ POOLS = frozenset({
     "torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
     "concurrent.futures.ProcessPoolExecutor", "concurrent.futures.process.ProcessPoolExecutor",
 })
+_CONTEXT_STARTERS = frozenset({"Process", "Pool"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -87,6 +90,8 @@ class UnguardedWorkers(Rule):
             what = "a DataLoader with worker processes"
         elif name in POOLS:
             what = f"`{name.rsplit('.', 1)[-1]}`"
+        elif name is None and self._of_a_context(node.func):
+            what = f"`{node.func.attr}`"  # type: ignore[attr-defined]
         else:
             # Only a plain name can be a starter; where the call runs is asked next: it is cheaper than the
             # project, and most calls run later.
@@ -106,6 +111,16 @@ class UnguardedWorkers(Rule):
             return
         self.report(node, f"{what} is created {where} with no `if __name__ == \"__main__\":` guard: macOS spawns "
                           "workers, which re-import the script and start it again; put the entry point under the guard")
+
+    def _of_a_context(self, func: ast.AST) -> bool:
+        """``ctx.Process`` / ``mp.get_context("spawn").Pool``: a start method's context, made in place or
+        assigned once to the name where it is used."""
+        if type(func) is not ast.Attribute or func.attr not in _CONTEXT_STARTERS:  # type: ignore[attr-defined]
+            return False
+        receiver = func.value  # type: ignore[attr-defined]
+        if type(receiver) is ast.Name:
+            receiver = self.ctx.analysis(DeviceFlow).assigned_value(receiver)
+        return type(receiver) is ast.Call and self.ctx.qualify(receiver.func) in CONTEXTS  # type: ignore[union-attr]
 
     def _starter(self, node: ast.Call) -> Optional[str]:
         """``SubprocVecEnv(fns)``: a class (of this file or imported from the project) or an imported function
