@@ -395,8 +395,16 @@ def test_what_a_summary_says_a_host_read_is():
             return t.numel()
         def new_host():
             return torch.zeros(3).cpu()
+        def accuracy(preds, target):
+            correct = preds.eq(target).cpu().sum()
+            return np.float(correct) / len(target)
+        def numpy_of_host(n):
+            return np.float(n) / 2
         """
     )
+    # `np.float(correct)` of a copied tensor: the copy is still the wait at each call
+    assert summary.functions["accuracy"] == "host_copy:0"
+    assert summary.functions.get("numpy_of_host") in (None, facts.HOST)  # a number: no read of a tensor
     assert summary.functions["item"] == "host_read:0"
     assert summary.functions["copy"] == "host_copy:0"
     assert summary.functions["either"] == "host_copy:0"

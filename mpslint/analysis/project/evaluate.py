@@ -188,6 +188,10 @@ class Evaluator:
             if keyword(call, "dtype") is None and function.rsplit(".", 1)[-1] in NUMPY_FLOAT64 and (
                     function.count(".") == 0 or function.startswith("random.")):
                 return facts.FLOAT64
+            for argument in call.args:
+                read = self.fact(argument, depth + 1)
+                if facts.host_read_of(read) is not None:
+                    return read  # `np.float(correct)` of `correct = (...).cpu().sum()`: the copy was the wait
             return facts.HOST
         if qualified.startswith("torch.") and qualified.count(".") == 1:
             last = qualified[len("torch."):]

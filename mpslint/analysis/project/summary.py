@@ -48,7 +48,7 @@ from mpslint.analysis.project.namespace_flags import device_options, may_read_op
 from mpslint.analysis.syntax import calls_in, dotted_name
 from mpslint.analysis.tree import walk
 
-FORMAT = 7  # bump when what a summary holds changes: cached summaries of another format are not read
+FORMAT = 8  # bump when what a summary holds changes: cached summaries of another format are not read
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
