@@ -996,8 +996,36 @@ def test_cuda_under_is_cuda_follows_that_tensor():
                                                  "    r = r.to(lengths.device)\n")
 
 
+def test_cuda_moves_under_is_cuda_follow_that_tensor_together():
+    # NRI's decoder: two buffers moved where the input is, one statement or one per buffer.
+    src = d("""\
+        import torch
+
+
+        def diag(x):
+            mask = torch.ones(3)
+            inverse = torch.zeros(3)
+            if x.is_cuda:
+                mask, inverse = mask.cuda(), inverse.cuda()
+            edges = torch.zeros(4)
+            if x.is_cuda:
+                edges = edges.cuda()
+                inverse = inverse.cuda()
+            return mask + inverse * x + edges
+        """)
+    assert rows(src, "MPS101") == [8, 8, 11, 12]
+    assert fixed(src, ["MPS101"]) == src.replace(
+        "    if x.is_cuda:\n        mask, inverse = mask.cuda(), inverse.cuda()\n",
+        "    mask, inverse = mask.to(x.device), inverse.to(x.device)\n").replace(
+        "    if x.is_cuda:\n        edges = edges.cuda()\n        inverse = inverse.cuda()\n",
+        "    edges = edges.to(x.device)\n    inverse = inverse.to(x.device)\n")
+
+
 @pytest.mark.parametrize("body", [
     "if x.is_cuda:\n    y = y.cuda()\n    z = 1",  # more than the move: the author's CUDA-only branch
+    "if x.is_cuda:\n    y, z = y.cuda(), z",  # one side is no move
+    "if x.is_cuda:\n    y, z = z.cuda(), y.cuda()",  # the names change places
+    "if x.is_cuda:\n    y = y.cuda()\n    z = y.cuda()",
     "if x.is_cuda:\n    y = y.cuda()\nelse:\n    y = y.cpu()",
     "if x.is_cuda:\n    y = z.cuda()",
     "if x.is_cuda:\n    y = y.cuda(0)",

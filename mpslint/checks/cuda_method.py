@@ -27,13 +27,14 @@ class CudaMethod(Rule):
         context = cuda(self.ctx)
         follow = _follows_is_cuda(self.ctx, node)
         if follow is not None:
-            statement, owner = follow
+            guard, owner = follow
             where = self.ctx.text(owner)
-            text = f"{self.ctx.text(statement.targets[0])} = {self.ctx.text(node.func.value)}.to({where}.device)"
+            lines = [_moved_where(self.ctx, statement, where) for statement in guard.body]
+            text = ("\n" + self.ctx.tree.indentation(guard.lineno)).join(lines)
             self.report(node, f"`.cuda()` under `if {where}.is_cuda:` never follows `{where}` to MPS (`is_cuda` is "
                               f"False there), so this stays on the CPU while `{where}` is on mps; use "
                               f"`.to({where}.device)`",
-                        fix=FixSpec.safe(f"Use `{text}`", replace(self.ctx.parent(statement), text)))
+                        fix=FixSpec.safe(f"Use `{'; '.join(lines)}`", replace(guard, text)))
             return
         if context.in_cuda_method(node) or DEVICE in context.guards(node):
             return
@@ -72,7 +73,8 @@ class CudaMethod(Rule):
 
 
 def _follows_is_cuda(ctx, node: ast.Call):
-    """``if t.is_cuda: y = y.cuda()`` (nothing else in the ``if``): (the assignment, ``t``).
+    """``if t.is_cuda: y = y.cuda()`` (the ``if`` holds nothing but such moves, ``a, b = a.cuda(), b.cuda()``
+    too): (the ``if``, ``t``).
 
     The author meant "put y where t is": ``y = y.to(t.device)`` says so on every device. Where t is on the CPU,
     y (a new host tensor) stays there; where t is on CUDA, y goes to t's GPU, the current one in such code.
@@ -80,18 +82,39 @@ def _follows_is_cuda(ctx, node: ast.Call):
     if node.args or node.keywords:
         return None
     statement = ctx.parent(node)
-    if type(statement) is not ast.Assign or len(statement.targets) != 1 or type(statement.targets[0]) is not ast.Name:
-        return None
-    receiver = node.func.value
-    if type(receiver) is not ast.Name or receiver.id != statement.targets[0].id:
-        return None
+    if type(statement) is ast.Tuple:
+        statement = ctx.parent(statement)
     guard = ctx.parent(statement)
-    if type(guard) is not ast.If or guard.body != [statement] or guard.orelse:
+    if type(guard) is not ast.If or statement not in guard.body or guard.orelse:
         return None
     test = guard.test
     if type(test) is not ast.Attribute or test.attr != "is_cuda" or not alone(ctx, guard) or "#" in ctx.text(guard):
         return None
-    return statement, test.value
+    if not all(_moves(each) for each in guard.body):
+        return None
+    return guard, test.value
+
+
+def _moves(statement: ast.AST) -> bool:
+    """``y = y.cuda()`` or ``a, b = a.cuda(), b.cuda()``: each name moved to CUDA in its own place."""
+    if type(statement) is not ast.Assign or len(statement.targets) != 1:
+        return False
+    target, value = statement.targets[0], statement.value
+    if type(target) is ast.Tuple and type(value) is ast.Tuple and len(target.elts) == len(value.elts):
+        pairs = list(zip(target.elts, value.elts))
+    else:
+        pairs = [(target, value)]
+    return all(type(name) is ast.Name and type(move) is ast.Call and type(move.func) is ast.Attribute
+               and move.func.attr == "cuda" and not move.args and not move.keywords
+               and type(move.func.value) is ast.Name and move.func.value.id == name.id for name, move in pairs)
+
+
+def _moved_where(ctx, statement: ast.Assign, where: str) -> str:
+    """The statement with each ``n.cuda()`` written ``n.to(<where>.device)``."""
+    target, value = statement.targets[0], statement.value
+    moves = value.elts if type(value) is ast.Tuple else [value]
+    moved = ", ".join(f"{ctx.text(m.func.value)}.to({where}.device)" for m in moves)
+    return f"{ctx.text(target)} = {moved}"
 
 
 def tensor_cuda_call(ctx, node: ast.Call) -> bool:
