@@ -84,6 +84,36 @@ def test_cuda_method_traps(src):
     assert "MPS101" not in codes(src, ["MPS101"])
 
 
+def test_a_module_name_rebound_to_a_value_is_that_value():
+    # awd-lstm-lm and word_language_model: `import model` then `model = model.RNNModel(...)`; `import data`,
+    # then `data = source[i]` in a function
+    src = d("""\
+        import torch
+        import model
+        import data
+        import numba
+
+        corpus = data.Corpus("x")
+        numba.cuda()
+        model = model.RNNModel(3)
+        model.cuda()
+
+
+        def train():
+            model.cuda()
+
+
+        def get_batch(source, i):
+            data = source[i]
+            return data.cuda()
+
+
+        def keep(x):
+            return data.cuda(x)
+        """)
+    assert rows(src, "MPS101") == [9, 13, 18]
+
+
 def test_cuda_method_reuses_a_cuda_device_variable():
     src = """
     import torch

@@ -55,6 +55,9 @@ class ImportTable:
         # Rules ask about the same call's function again and again (four times per node on transformers):
         # answers by node, for the bindings and resolver they were computed with (both clear it).
         self._memo: Dict[ast.AST, Optional[str]] = {}
+        # Whether an imported name holds a value where it is read (`import model`, then `model = model.Net()`):
+        # asked only of names imported from other than a known library (``rebound_imports.py``).
+        self.rebound: Optional[Callable[[ast.Name], bool]] = None
         for node in imports:
             self.add(node)
 
@@ -107,13 +110,26 @@ class ImportTable:
         if raw is None:
             return None
         resolver = self._resolver
+        found: Optional[str] = None
         if resolver is not None:
             root, _, rest = raw.partition(".")
             if root in self.deferred or root not in self.bindings:
                 target = resolver(root)
                 if target is not None:
-                    return f"{target}.{rest}" if rest else target
-        return qualify_dotted(raw, self.bindings)
+                    found = f"{target}.{rest}" if rest else target
+        if found is None:
+            found = qualify_dotted(raw, self.bindings)
+        if found is not None and self.rebound is not None and found.split(".", 1)[0] not in LIBRARIES:
+            while type(node) is ast.Attribute:
+                node = node.value  # type: ignore[attr-defined]
+            if type(node) is ast.Name and self.rebound(node):  # type: ignore[arg-type]
+                return None
+        return found
+
+    def unlisted_imports(self) -> Set[str]:
+        """The names bound by imports of modules other than known libraries."""
+        return {name for name, target in self.bindings.items() if target.split(".", 1)[0] not in LIBRARIES} \
+            | self.deferred
 
     def imports_any(self, prefixes: Iterable[str]) -> bool:
         targets = self.bindings.values()

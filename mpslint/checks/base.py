@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, List, Optional,
 
 from mpslint.analysis.names import ImportTable
 from mpslint.analysis.project.view import ProjectView
+from mpslint.analysis.rebound_imports import ReboundImports
 from mpslint.analysis.tree import Tree
 from mpslint.fixes.edits import (  # noqa: F401  (re-exported: what rules write fixes with)
     Anchor,
@@ -73,6 +74,9 @@ class Context:
         if self._imports is None:
             self._imports = ImportTable.of(self.tree)
             self._imports.resolver = self.project.qualified
+            names = self._imports.unlisted_imports()
+            if names:
+                self._imports.rebound = ReboundImports(self.tree, names).is_value
         return self._imports
 
     @property

@@ -1,0 +1,89 @@
+"""Imported names the file rebinds to a value: ``import model`` then ``model = model.RNNModel(...)``.
+
+The import table (``names.py``) is flow-insensitive: ``model.cuda()`` would
+read as the ``cuda`` of module ``model``, never a tensor's or a module
+object's. Where an assignment, a loop target or a parameter of that name
+reaches the read, the name is that value instead:
+
+- at the top level, the latest binding before the read decides (``import
+  model`` after ``model = ...`` makes it the module again);
+- in a function that binds the name itself (``data = source[i]`` beside
+  ``import data``), it is that function's local;
+- in a function that does not, it is the global as the module left it: a
+  value if the module's last top-level binding of it is one (functions run
+  after the module has been imported).
+
+Only names imported from modules other than known libraries are asked: no
+one writes ``torch = ...``.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Set, Tuple
+
+from mpslint.analysis.tree import Tree
+
+_IMPORT = "import"
+_VALUE = "value"
+_COMPOUND_TARGETS = (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.comprehension)
+
+
+class ReboundImports:
+    def __init__(self, tree: Tree, names: Set[str]) -> None:
+        self.tree = tree
+        self.names = names  # the imported names that may be rebound
+        self._events: Optional[Dict[str, List[Tuple[ast.AST, int, str]]]] = None
+
+    def is_value(self, name: ast.Name) -> bool:
+        """Whether the imported name read at ``name`` holds a value there, not the module."""
+        events = self._collect().get(name.id)
+        if not events or not any(kind == _VALUE for _, _, kind in events):
+            return False
+        tree = self.tree
+        scope = tree.scope_of(name)
+        here = tree.index(name)
+        own = [(end, kind) for where, end, kind in events if where is scope]
+        before = [(end, kind) for end, kind in own if end < here]
+        if before:
+            return max(before)[1] == _VALUE
+        if scope is not tree.module:
+            if own:
+                return True  # assigned somewhere in the function: a local everywhere in it
+            top = [(end, kind) for where, end, kind in events if where is tree.module]
+            return bool(top) and max(top)[1] == _VALUE
+        return False
+
+    def _collect(self) -> Dict[str, List[Tuple[ast.AST, int, str]]]:
+        """name -> (scope, the index after which the binding holds, import or value), for the names asked."""
+        if self._events is None:
+            tree, names = self.tree, self.names
+            events: Dict[str, List[Tuple[ast.AST, int, str]]] = {}
+            for node in tree.of_type(ast.Import, ast.ImportFrom):
+                for alias in node.names:  # type: ignore[attr-defined]
+                    local = alias.asname or alias.name.split(".", 1)[0]
+                    if local in names:
+                        events.setdefault(local, []).append((tree.scope_of(node), tree.end(node), _IMPORT))
+            for node in tree.of_type(ast.Name):
+                if node.id in names and type(node.ctx) is ast.Store:  # type: ignore[attr-defined]
+                    statement = tree.statement_of(node)
+                    holder = statement
+                    parent = tree.parent(node)
+                    while parent is not None and not isinstance(parent, _COMPOUND_TARGETS) and parent is not statement:
+                        parent = tree.parent(parent)
+                    if type(parent) is ast.comprehension:
+                        holder = tree.parent(parent)  # `[data.cuda() for data in xs]`: read before it is bound
+                        end = tree.index(holder) if holder is not None else tree.index(node)
+                        events.setdefault(node.id, []).append((tree.scope_of(node), end, _VALUE))  # type: ignore[attr-defined]
+                        continue
+                    if parent is not None and isinstance(parent, _COMPOUND_TARGETS):
+                        holder = node  # a loop or `with` target holds in the body, before the statement ends
+                    end = tree.end(holder) if holder is not None else tree.index(node)
+                    events.setdefault(node.id, []).append((tree.scope_of(node), end, _VALUE))  # type: ignore[attr-defined]
+            for node in tree.of_type(ast.arg):
+                if node.arg in names:  # type: ignore[attr-defined]
+                    function = tree.parent(tree.parent(node))  # arg -> arguments -> the function or lambda
+                    if function is not None:
+                        events.setdefault(node.arg, []).append((function, tree.index(function), _VALUE))  # type: ignore[attr-defined]
+            self._events = events
+        return self._events
