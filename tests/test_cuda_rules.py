@@ -114,6 +114,22 @@ def test_a_module_name_rebound_to_a_value_is_that_value():
     assert rows(src, "MPS101") == [9, 13, 18]
 
 
+def test_a_module_name_bound_by_a_loop_a_with_or_a_comprehension_is_that_value_there():
+    src = d("""\
+        import torch
+        import data
+        import model
+
+        xs = [data.cuda() for data in batches]
+        data.cuda()
+        for model in models:
+            model.cuda()
+        with open_model() as model:
+            model.cuda()
+        """)
+    assert rows(src, "MPS101") == [5, 8, 10]  # line 6: module `data`'s `cuda` (the comprehension's is its own)
+
+
 def test_cuda_method_reuses_a_cuda_device_variable():
     src = """
     import torch

@@ -133,7 +133,6 @@ class _Starts:
             return True
         return any(callee() for callee in callees)
 
-
     def _of_a_context(self, func: ast.AST, contexts: Set[str]) -> Optional[str]:
         """``ctx.Process`` (``ctx`` assigned a context in this body) or ``mp.get_context(...).Pool``: what the
         module's own ``Process`` or ``Pool`` is called."""

@@ -26,21 +26,27 @@ from mpslint.analysis.tree import Tree
 
 _IMPORT = "import"
 _VALUE = "value"
-_COMPOUND_TARGETS = (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.comprehension)
+_TARGET_HOLDERS = (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.withitem)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+Event = Tuple[ast.AST, int, str]  # (the scope, the index after which the binding holds, import or value)
 
 
 class ReboundImports:
     def __init__(self, tree: Tree, names: Set[str]) -> None:
         self.tree = tree
         self.names = names  # the imported names that may be rebound
-        self._events: Optional[Dict[str, List[Tuple[ast.AST, int, str]]]] = None
+        self._events: Optional[Dict[str, List[Event]]] = None
+        self._comprehensions: Dict[str, List[ast.AST]] = {}  # name -> the comprehensions that bind it
 
     def is_value(self, name: ast.Name) -> bool:
         """Whether the imported name read at ``name`` holds a value there, not the module."""
-        events = self._collect().get(name.id)
-        if not events or not any(kind == _VALUE for _, _, kind in events):
-            return False
+        events = self._collect().get(name.id, ())
         tree = self.tree
+        if any(tree.contains(comprehension, name) for comprehension in self._comprehensions.get(name.id, ())):
+            return True  # `[data.cuda() for data in xs]`: the comprehension's own variable
+        if not any(kind == _VALUE for _, _, kind in events):
+            return False
         scope = tree.scope_of(name)
         here = tree.index(name)
         own = [(end, kind) for where, end, kind in events if where is scope]
@@ -54,11 +60,11 @@ class ReboundImports:
             return bool(top) and max(top)[1] == _VALUE
         return False
 
-    def _collect(self) -> Dict[str, List[Tuple[ast.AST, int, str]]]:
-        """name -> (scope, the index after which the binding holds, import or value), for the names asked."""
+    def _collect(self) -> Dict[str, List[Event]]:
+        """The bindings of the names asked, read once per file."""
         if self._events is None:
             tree, names = self.tree, self.names
-            events: Dict[str, List[Tuple[ast.AST, int, str]]] = {}
+            events: Dict[str, List[Event]] = {}
             for node in tree.of_type(ast.Import, ast.ImportFrom):
                 for alias in node.names:  # type: ignore[attr-defined]
                     local = alias.asname or alias.name.split(".", 1)[0]
@@ -66,20 +72,11 @@ class ReboundImports:
                         events.setdefault(local, []).append((tree.scope_of(node), tree.end(node), _IMPORT))
             for node in tree.of_type(ast.Name):
                 if node.id in names and type(node.ctx) is ast.Store:  # type: ignore[attr-defined]
-                    statement = tree.statement_of(node)
-                    holder = statement
-                    parent = tree.parent(node)
-                    while parent is not None and not isinstance(parent, _COMPOUND_TARGETS) and parent is not statement:
-                        parent = tree.parent(parent)
-                    if type(parent) is ast.comprehension:
-                        holder = tree.parent(parent)  # `[data.cuda() for data in xs]`: read before it is bound
-                        end = tree.index(holder) if holder is not None else tree.index(node)
-                        events.setdefault(node.id, []).append((tree.scope_of(node), end, _VALUE))  # type: ignore[attr-defined]
-                        continue
-                    if parent is not None and isinstance(parent, _COMPOUND_TARGETS):
-                        holder = node  # a loop or `with` target holds in the body, before the statement ends
-                    end = tree.end(holder) if holder is not None else tree.index(node)
-                    events.setdefault(node.id, []).append((tree.scope_of(node), end, _VALUE))  # type: ignore[attr-defined]
+                    holder = _holder(tree, node)
+                    if type(holder) in _COMPREHENSIONS:
+                        self._comprehensions.setdefault(node.id, []).append(holder)  # type: ignore[attr-defined]
+                    else:
+                        events.setdefault(node.id, []).append((tree.scope_of(node), tree.end(holder), _VALUE))  # type: ignore[attr-defined]
             for node in tree.of_type(ast.arg):
                 if node.arg in names:  # type: ignore[attr-defined]
                     function = tree.parent(tree.parent(node))  # arg -> arguments -> the function or lambda
@@ -87,3 +84,18 @@ class ReboundImports:
                         events.setdefault(node.arg, []).append((function, tree.index(function), _VALUE))  # type: ignore[attr-defined]
             self._events = events
         return self._events
+
+
+def _holder(tree: Tree, target: ast.Name) -> ast.AST:
+    """What holds a bound name: the statement that assigns it (bound once it ends), the target itself in a
+    loop or ``with`` (bound in the body), or the comprehension whose variable it is."""
+    statement = tree.statement_of(target)
+    node: Optional[ast.AST] = target
+    while node is not None and node is not statement:
+        parent = tree.parent(node)
+        if type(parent) is ast.comprehension:
+            return tree.parent(parent) or target  # type: ignore[return-value]
+        if isinstance(parent, _TARGET_HOLDERS):
+            return target
+        node = parent
+    return statement if statement is not None else target
