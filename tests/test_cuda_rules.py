@@ -130,6 +130,23 @@ def test_a_module_name_bound_by_a_loop_a_with_or_a_comprehension_is_that_value_t
     assert rows(src, "MPS101") == [5, 8, 10]  # line 6: module `data`'s `cuda` (the comprehension's is its own)
 
 
+def test_an_optional_import_stays_the_module():
+    src = d("""\
+        import torch
+        try:
+            import model
+        except ImportError:
+            model = None
+        try:
+            import data
+        except ImportError:
+            data = make_stub()
+        model.cuda()
+        data.cuda()
+        """)
+    assert rows(src, "MPS101") == []  # `cuda` of modules `model` and `data` (numba-like), not a tensor's
+
+
 def test_cuda_method_reuses_a_cuda_device_variable():
     src = """
     import torch

@@ -13,6 +13,9 @@ reaches the read, the name is that value instead:
   value if the module's last top-level binding of it is one (functions run
   after the module has been imported).
 
+What an optional import leaves where it fails (``except ImportError: triton =
+None``, any constant) does not count: the code uses the name as the module.
+
 Only names imported from modules other than known libraries are asked: no
 one writes ``torch = ...``.
 """
@@ -73,6 +76,8 @@ class ReboundImports:
             for node in tree.of_type(ast.Name):
                 if node.id in names and type(node.ctx) is ast.Store:  # type: ignore[attr-defined]
                     holder = _holder(tree, node)
+                    if _fallback(tree, holder):
+                        continue
                     if type(holder) in _COMPREHENSIONS:
                         self._comprehensions.setdefault(node.id, []).append(holder)  # type: ignore[attr-defined]
                     else:
@@ -84,6 +89,22 @@ class ReboundImports:
                         events.setdefault(node.arg, []).append((function, tree.index(function), _VALUE))  # type: ignore[attr-defined]
             self._events = events
         return self._events
+
+
+def _fallback(tree: Tree, holder: ast.AST) -> bool:
+    """``triton = None`` (a constant), or any binding in an ``except`` handler: what an optional import leaves
+    where it fails, not the value the code uses the name for."""
+    if type(holder) is ast.Assign and type(holder.value) is ast.Constant:  # type: ignore[attr-defined]
+        return True
+    scope = tree.scope_of(holder)
+    return any(type(a) is ast.ExceptHandler for a in _ancestors_in(tree, holder, scope))
+
+
+def _ancestors_in(tree: Tree, node: ast.AST, scope: ast.AST):
+    for ancestor in tree.ancestors(node):
+        if ancestor is scope:
+            return
+        yield ancestor
 
 
 def _holder(tree: Tree, target: ast.Name) -> ast.AST:
