@@ -406,3 +406,24 @@ def test_a_loss_is_on_the_device_only_in_a_file_that_puts_something_there():
         probe = loss  # <- loss
     """
     assert kind_at(helper, "loss") is Kind.DEVICE
+
+
+@pytest.mark.parametrize("device, on_device", [
+    ("torch.device('cpu')", False),  # jcjohnson's pytorch-examples: a CPU script that spells out its device
+    ("'cpu'", False),
+    ("torch.device('cuda')", True),
+    ("torch.device(args.device)", True),
+    ("pick()", True),
+])
+def test_a_device_that_is_the_cpu_puts_nothing_on_a_device(device, on_device):
+    source = f"""
+    import torch
+    device = {device}
+    x = torch.randn(64, 10, device=device)
+    model = torch.nn.Sequential(torch.nn.Linear(10, 1)).to(device)
+    for t in range(500):
+        loss = model(x).sum()
+        loss.backward()
+        probe = loss  # <- loss
+    """
+    assert (kind_at(source, "loss") is Kind.DEVICE) is on_device

@@ -24,6 +24,9 @@ def moves_to_cpu(call: ast.Call, flow: Evaluation) -> bool:
         args = _arguments(target)  # type: ignore[arg-type]
         return bool(args) and type(args[0]) is ast.Constant and isinstance(args[0].value, (str, bytes)) \
             and string_kind(args[0].value) is Kind.CPU  # type: ignore[attr-defined]
+    if type(target) is _NAME:
+        # `device = torch.device('cpu')` (a CPU-only tutorial): every binding that reaches the move names the CPU
+        return flow.kind(target) is Kind.CPU
     return False
 
 
@@ -49,25 +52,33 @@ class Placement:
 
     def _code_names_a_device(self) -> bool:
         """In the code, not its comments: a move (``.to(``, ``.cuda(``, ``prepare(``), a ``device=``, a
-        name like ``device``/``dev``/``*_device``, Accelerate's ``accelerator``, or a device string."""
+        name like ``device``/``dev``/``*_device``, Accelerate's ``accelerator``, or a device string; a move
+        to, or a name of, ``torch.device('cpu')`` names none (a CPU tutorial that spells out its device)."""
         tree = self.tree
         for call in tree.of_type(_CALL):
             func = call.func  # type: ignore[attr-defined]
-            if type(func) is _ATTRIBUTE and func.attr in MOVES:
+            if type(func) is _ATTRIBUTE and func.attr in MOVES and not (func.attr == "to" and moves_to_cpu(call, self)):  # type: ignore[attr-defined]
                 return True
-            if any(item.arg == "device" for item in call.keywords):  # type: ignore[attr-defined]
+            if any(item.arg == "device" and not self._names_the_cpu(item.value) for item in call.keywords):  # type: ignore[attr-defined]
                 return True
         for name in tree.of_type(_NAME):
-            if DEVICE_NAME.match(name.id) or name.id == "accelerator":  # type: ignore[attr-defined]
+            if (DEVICE_NAME.match(name.id) and not self._names_the_cpu(name)) or name.id == "accelerator":  # type: ignore[attr-defined]
                 return True
         for attribute in tree.of_type(_ATTRIBUTE):
-            if DEVICE_NAME.match(attribute.attr) or attribute.attr == "accelerator":  # type: ignore[attr-defined]
-                return True
+            if attribute.attr == "accelerator" or (  # type: ignore[attr-defined]
+                    DEVICE_NAME.match(attribute.attr) and self._qualified(attribute) != "torch.device"):  # type: ignore[attr-defined]
+                return True  # (`torch.device(...)` names a device by what it is given, asked above and below)
         for constant in tree.of_type(ast.Constant):
             value = constant.value  # type: ignore[attr-defined]
             if type(value) is str and value.split(":")[0] in ACCELERATOR_TYPES:
                 return True
         return False
+
+    def _names_the_cpu(self, value: ast.AST) -> bool:
+        """``"cpu"``, or a name every binding of which reaching here names the CPU."""
+        if type(value) is ast.Constant:
+            return isinstance(value.value, str) and string_kind(value.value) is Kind.CPU  # type: ignore[attr-defined]
+        return type(value) is _NAME and self.kind(value) is Kind.CPU
 
     @property
     def graph(self) -> Dict[Scope, Set[str]]:
