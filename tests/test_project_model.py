@@ -573,6 +573,22 @@ def test_a_name_only_a_library_star_import_can_bind_is_that_librarys(tmp_path):
     assert view_of(tmp_path / "unknown.py").qualified("DataLoader") is None
 
 
+def test_torch_bound_only_by_a_star_import_the_project_cannot_read_is_torch(tmp_path):
+    # deeplab's train.py: `from modeling.deeplab import *` (a module not found) is where its `torch` comes from
+    write(tmp_path, {
+        "train.py": "from modeling.deeplab import *\nflag = torch.cuda.is_available()\n",
+        "bound.py": "from modeling.deeplab import *\ntorch = make()\n",
+        "plain.py": "flag = torch.cuda.is_available()\n",
+        "found.py": "from helpers import *\n",
+        "helpers.py": "import numpy as torch\n",
+    })
+    assert view_of(tmp_path / "train.py").qualified("torch") == "torch"
+    assert view_of(tmp_path / "train.py").qualified("np") == "numpy"
+    assert view_of(tmp_path / "bound.py").qualified("torch") is None  # the file binds it itself
+    assert view_of(tmp_path / "plain.py").qualified("torch") is None  # no star import: nothing brings it
+    assert view_of(tmp_path / "found.py").qualified("torch") == "numpy"  # the project says what it is
+
+
 def test_answers_about_the_checked_text_are_not_kept_for_another_text_at_that_path(tmp_path):
     # A fix's next pass, or an editor's buffer, checks the same path with other contents in one process.
     path = tmp_path / "script.py"

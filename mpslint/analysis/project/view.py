@@ -260,6 +260,10 @@ class ProjectView:
                 resolved = self.imported(root)
                 if resolved is not None and resolved[0] == "alias":
                     found = resolved[1]
+                elif resolved is None and free:
+                    # `torch` that only a star import the project cannot read can bind (a module not found, a
+                    # package's missing file): a name nobody gives to anything else
+                    found = _CONVENTIONAL.get(root)
             self._qualified[root] = found  # type: ignore[assignment]
         return found  # type: ignore[return-value]
 
@@ -413,6 +417,7 @@ BUILTINS = frozenset(dir(builtins))
 _MAX_IMPORTED = 200  # modules read for one question: a script's own code is a few dozen; a framework is not it
 # Local names a project module may give to a library (`from .common import torch, np`).
 MODULE_ALIASES = frozenset("torch np numpy nn F amp autocast GradScaler cuda dist".split())
+_CONVENTIONAL = {"torch": "torch", "np": "numpy", "numpy": "numpy"}
 
 
 def _class_like(name: str) -> bool:
