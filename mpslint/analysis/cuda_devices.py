@@ -48,6 +48,5 @@ def indexed_cuda(node: ast.AST) -> bool:
     return False
 
 
-
 def argument_count(call: ast.Call) -> int:
     return len(call.args) + len(call.keywords)

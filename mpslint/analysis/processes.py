@@ -100,7 +100,7 @@ class _Starts:
             else set()
         for call in calls:
             func = call.func
-            name = self.qualify(func) or self._of_a_context(func, contexts)
+            name = self.qualify(func) or context_starter(func, self.qualify, lambda n: n.id in contexts)
             if name in STARTS_WHEN_CALLED:
                 return True
             if name in PROCESSES:
@@ -133,16 +133,19 @@ class _Starts:
             return True
         return any(callee() for callee in callees)
 
-    def _of_a_context(self, func: ast.AST, contexts: Set[str]) -> Optional[str]:
-        """``ctx.Process`` (``ctx`` assigned a context in this body) or ``mp.get_context(...).Pool``: what the
-        module's own ``Process`` or ``Pool`` is called."""
-        if type(func) is not ast.Attribute or func.attr not in ("Process", "Pool"):  # type: ignore[attr-defined]
-            return None
-        receiver = func.value  # type: ignore[attr-defined]
-        if (type(receiver) is ast.Name and receiver.id in contexts) or (  # type: ignore[attr-defined]
-                type(receiver) is ast.Call and self.qualify(receiver.func) in CONTEXTS):  # type: ignore[attr-defined]
-            return f"multiprocessing.{func.attr}"  # type: ignore[attr-defined]
+
+def context_starter(func: ast.AST, qualify: Callable[[ast.AST], Optional[str]],
+                    is_context: Callable[[ast.Name], bool]) -> Optional[str]:
+    """``ctx.Process`` / ``mp.get_context("spawn").Pool``: the module's ``Process`` or ``Pool`` that a start
+    method's context makes (``multiprocessing.Process``), made in place or held by a name ``is_context``
+    says holds one; else None."""
+    if type(func) is not ast.Attribute or func.attr not in ("Process", "Pool"):  # type: ignore[attr-defined]
         return None
+    receiver = func.value  # type: ignore[attr-defined]
+    if (type(receiver) is ast.Name and is_context(receiver)) or (  # type: ignore[arg-type]
+            type(receiver) is ast.Call and qualify(receiver.func) in CONTEXTS):  # type: ignore[attr-defined]
+        return f"multiprocessing.{func.attr}"  # type: ignore[attr-defined]
+    return None
 
 
 def _contexts_named(body: List[ast.stmt], qualify: Callable[[ast.AST], Optional[str]]) -> Set[str]:

@@ -23,6 +23,7 @@ one writes ``torch = ...``.
 from __future__ import annotations
 
 import ast
+import bisect
 from typing import Dict, List, Optional, Set, Tuple
 
 from mpslint.analysis.tree import Tree
@@ -41,27 +42,47 @@ class ReboundImports:
         self.names = names  # the imported names that may be rebound
         self._events: Optional[Dict[str, List[Event]]] = None
         self._comprehensions: Dict[str, List[ast.AST]] = {}  # name -> the comprehensions that bind it
+        self._scopes: Optional[Dict[str, Dict[ast.AST, Tuple[List[int], List[str]]]]] = None
 
     def is_value(self, name: ast.Name) -> bool:
         """Whether the imported name read at ``name`` holds a value there, not the module."""
-        events = self._collect().get(name.id, ())
         tree = self.tree
+        scopes = self._by_scope().get(name.id)  # (reads the file's bindings, comprehensions too, on first need)
         if any(tree.contains(comprehension, name) for comprehension in self._comprehensions.get(name.id, ())):
             return True  # `[data.cuda() for data in xs]`: the comprehension's own variable
-        if not any(kind == _VALUE for _, _, kind in events):
+        if not scopes:
             return False
         scope = tree.scope_of(name)
-        here = tree.index(name)
-        own = [(end, kind) for where, end, kind in events if where is scope]
-        before = [(end, kind) for end, kind in own if end < here]
-        if before:
-            return max(before)[1] == _VALUE
-        if scope is not tree.module:
-            if own:
+        own = scopes.get(scope)
+        if own is not None:
+            ends, kinds = own
+            before = bisect.bisect_left(ends, tree.index(name))
+            if before:
+                return kinds[before - 1] == _VALUE  # the latest binding before the read
+            if scope is not tree.module:
                 return True  # assigned somewhere in the function: a local everywhere in it
-            top = [(end, kind) for where, end, kind in events if where is tree.module]
-            return bool(top) and max(top)[1] == _VALUE
-        return False
+            return False
+        if scope is tree.module:
+            return False
+        top = scopes.get(tree.module)
+        return top is not None and top[1][-1] == _VALUE  # a global, as the module's last binding left it
+
+    def _by_scope(self) -> Dict[str, Dict[ast.AST, Tuple[List[int], List[str]]]]:
+        """name -> scope -> (the ends of its bindings there, in order, and whether each is an import or a
+        value), for the names that some binding makes a value."""
+        if self._scopes is None:
+            self._scopes = {}
+            for name, events in self._collect().items():
+                if not any(kind == _VALUE for _, _, kind in events):
+                    continue
+                grouped: Dict[ast.AST, List[Tuple[int, str]]] = {}
+                for scope, end, kind in events:
+                    grouped.setdefault(scope, []).append((end, kind))
+                by_scope = self._scopes[name] = {}
+                for scope, rows in grouped.items():
+                    rows.sort()
+                    by_scope[scope] = ([end for end, _ in rows], [kind for _, kind in rows])
+        return self._scopes
 
     def _collect(self) -> Dict[str, List[Event]]:
         """The bindings of the names asked, read once per file."""

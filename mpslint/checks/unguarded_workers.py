@@ -6,7 +6,7 @@ import ast
 from typing import Dict, Iterator, List, Optional
 
 from mpslint.analysis.device_flow import DeviceFlow
-from mpslint.analysis.processes import CONTEXTS
+from mpslint.analysis.processes import CONTEXTS, context_starter
 from mpslint.analysis.syntax import integer_value, is_main_guard, keyword, positional_at
 from mpslint.checks.base import Context, Rule
 from mpslint.checks.workers import DATALOADERS, PLATFORM_WORDS, mentions
@@ -18,7 +18,6 @@ POOLS = frozenset({
     "torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
     "concurrent.futures.ProcessPoolExecutor", "concurrent.futures.process.ProcessPoolExecutor",
 })
-_CONTEXT_STARTERS = frozenset({"Process", "Pool"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -82,7 +81,7 @@ class UnguardedWorkers(Rule):
 
     def visit_Call(self, node: ast.Call) -> None:
         ctx = self.ctx
-        name = ctx.qualify(node.func)
+        name = ctx.qualify(node.func) or context_starter(node.func, ctx.qualify, self._holds_a_context)
         if name in DATALOADERS:
             workers = keyword(node, "num_workers") or positional_at(node, 5)
             if workers is None or integer_value(workers) == 0 or mentions(ctx, workers, PLATFORM_WORDS):
@@ -90,8 +89,6 @@ class UnguardedWorkers(Rule):
             what = "a DataLoader with worker processes"
         elif name in POOLS:
             what = f"`{name.rsplit('.', 1)[-1]}`"
-        elif name is None and self._of_a_context(node.func):
-            what = f"`{node.func.attr}`"  # type: ignore[attr-defined]
         else:
             # Only a plain name can be a starter; where the call runs is asked next: it is cheaper than the
             # project, and most calls run later.
@@ -112,15 +109,10 @@ class UnguardedWorkers(Rule):
         self.report(node, f"{what} is created {where} with no `if __name__ == \"__main__\":` guard: macOS spawns "
                           "workers, which re-import the script and start it again; put the entry point under the guard")
 
-    def _of_a_context(self, func: ast.AST) -> bool:
-        """``ctx.Process`` / ``mp.get_context("spawn").Pool``: a start method's context, made in place or
-        assigned once to the name where it is used."""
-        if type(func) is not ast.Attribute or func.attr not in _CONTEXT_STARTERS:  # type: ignore[attr-defined]
-            return False
-        receiver = func.value  # type: ignore[attr-defined]
-        if type(receiver) is ast.Name:
-            receiver = self.ctx.analysis(DeviceFlow).assigned_value(receiver)
-        return type(receiver) is ast.Call and self.ctx.qualify(receiver.func) in CONTEXTS  # type: ignore[union-attr]
+    def _holds_a_context(self, name: ast.Name) -> bool:
+        """``ctx`` assigned once, where it is used, a start method's context (``mp.get_context("spawn")``)."""
+        value = self.ctx.analysis(DeviceFlow).assigned_value(name)
+        return type(value) is ast.Call and self.ctx.qualify(value.func) in CONTEXTS  # type: ignore[union-attr]
 
     def _starter(self, node: ast.Call) -> Optional[str]:
         """``SubprocVecEnv(fns)``: a class (of this file or imported from the project) or an imported function

@@ -76,9 +76,7 @@ class Placement:
 
     def _names_the_cpu(self, value: ast.AST) -> bool:
         """``"cpu"``, or a name every binding of which reaching here names the CPU."""
-        if type(value) is ast.Constant:
-            return isinstance(value.value, str) and string_kind(value.value) is Kind.CPU  # type: ignore[attr-defined]
-        return type(value) is _NAME and self.kind(value) is Kind.CPU
+        return type(value) in (ast.Constant, _NAME) and self.kind(value) is Kind.CPU
 
     @property
     def graph(self) -> Dict[Scope, Set[str]]:

@@ -314,14 +314,16 @@ class Lookup:
             bound: Dict[str, Tuple[int, ModuleRef]] = {}
             nested: List[Tuple[int, ModuleRef]] = []
             libraries: List[Tuple[int, str]] = []
+            unknown = False  # a star import of a module neither the project's nor a known library's
             try:
                 for position, (level, module) in enumerate(where.summary.stars):
                     dotted = layout.absolute(where.dotted, where.is_package, level, module)
                     target = self.module(dotted, where.roots) if dotted else None
                     if target is None:
-                        # A module neither the project's nor a known library's may bind any name.
-                        library = not level and module.split(".", 1)[0] in LIBRARIES
-                        libraries.append((position, module) if library else (position, ""))
+                        if not level and module.split(".", 1)[0] in LIBRARIES:
+                            libraries.append((position, module))
+                        else:
+                            unknown = True  # it may bind any name
                         continue
                     summary = target.summary
                     exported = set(summary.exported())
@@ -332,7 +334,7 @@ class Lookup:
                         nested.insert(0, (position, target))
             finally:
                 self.stack.pop()
-            library = libraries[0] if len(libraries) == 1 and libraries[0][1] else None
+            library = libraries[0] if len(libraries) == 1 and not unknown else None
             known = stars[where.path] = (entry, bound, nested, library)
         self.stack[-1].children.append(known[0])
         return known[1], known[2], known[3]
